@@ -1,0 +1,38 @@
+package base
+
+import "github.com/cespare/xxhash/v2"
+
+// FilterHash is the one hash every filter in shale is built from: xxhash64 of
+// the user key. A point lookup computes it once and probes each candidate
+// file's filter with it.
+func FilterHash(userKey []byte) uint64 { return xxhash.Sum64(userKey) }
+
+// FilterPolicy builds and decodes one kind of per-table filter. Its Name is
+// written into each table's metaindex, so a reader picks the decoder by name
+// and a table whose filter it does not know is read without filter skips.
+// The encoded filter carries its own parameters (bits per key, probes), so
+// one policy decodes filters written at any setting.
+type FilterPolicy interface {
+	// Name identifies the format, e.g. "shale.bloom.v1". Stable forever.
+	Name() string
+	// NewWriter returns a writer that builds one filter.
+	NewWriter() FilterWriter
+	// Decode checks data and returns a filter that probes it in place.
+	// Malformed data gives an error that matches ErrCorruption.
+	Decode(data []byte) (Filter, error)
+}
+
+// FilterWriter collects the hashes of one table's user keys.
+type FilterWriter interface {
+	// AddHash adds the FilterHash of a user key. Adding a hash twice is
+	// allowed and costs nothing extra in the result.
+	AddHash(h uint64)
+	// Finish returns the encoded filter. The writer is not used afterwards.
+	Finish() []byte
+}
+
+// Filter answers "may this table hold the key?" with no false negatives.
+type Filter interface {
+	// MayContain reports false only when the key with hash h was never added.
+	MayContain(h uint64) bool
+}

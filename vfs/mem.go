@@ -1,0 +1,373 @@
+package vfs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// MemFS is an in-memory file system for tests. It remembers, for every file,
+// how much of it was synced, and for the directory tree, which entries were
+// synced with SyncDir, so CrashClone can show what a power loss would leave.
+// Paths are slash-separated and cleaned; "" and "." are the root.
+type MemFS struct {
+	mu    sync.Mutex
+	files map[string]*memNode // live names
+	dirs  map[string]bool
+	// durable is the namespace as of the last SyncDir of each directory:
+	// name -> node. A node's synced bytes survive a crash only if its name
+	// is durable.
+	durable map[string]*memNode
+	locks   map[string]bool
+}
+
+type memNode struct {
+	mu   sync.Mutex
+	data []byte
+	// synced is the length of data as of the last Sync. Files are only
+	// appended to, so data[:synced] is what a crash would keep.
+	synced  int
+	modTime time.Time
+}
+
+// NewMem returns an empty in-memory file system.
+func NewMem() *MemFS {
+	return &MemFS{
+		files:   map[string]*memNode{},
+		dirs:    map[string]bool{".": true},
+		durable: map[string]*memNode{},
+		locks:   map[string]bool{},
+	}
+}
+
+func clean(name string) string { return path.Clean("/" + name)[1:] }
+
+func dirOf(name string) string {
+	d := path.Dir(name)
+	if d == "" || d == "/" {
+		return "."
+	}
+	return d
+}
+
+func notExist(op, name string) error {
+	return &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
+}
+
+func (m *MemFS) checkDir(op, name string) error {
+	if d := dirOf(name); !m.dirs[d] && d != "." {
+		return notExist(op, name)
+	}
+	return nil
+}
+
+// Create implements FS.
+func (m *MemFS) Create(name string) (File, error) {
+	name = clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.checkDir("create", name); err != nil {
+		return nil, err
+	}
+	if m.dirs[name] {
+		return nil, &fs.PathError{Op: "create", Path: name, Err: errors.New("is a directory")}
+	}
+	n := &memNode{modTime: time.Now()}
+	m.files[name] = n
+	return &memFile{name: name, node: n, write: true}, nil
+}
+
+// Open implements FS.
+func (m *MemFS) Open(name string) (File, error) {
+	name = clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.files[name]
+	if !ok {
+		return nil, notExist("open", name)
+	}
+	return &memFile{name: name, node: n}, nil
+}
+
+// Remove implements FS.
+func (m *MemFS) Remove(name string) error {
+	name = clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.files[name]; ok {
+		delete(m.files, name)
+		return nil
+	}
+	if m.dirs[name] {
+		for f := range m.files {
+			if dirOf(f) == name {
+				return &fs.PathError{Op: "remove", Path: name, Err: errors.New("directory not empty")}
+			}
+		}
+		delete(m.dirs, name)
+		return nil
+	}
+	return notExist("remove", name)
+}
+
+// Rename implements FS.
+func (m *MemFS) Rename(oldname, newname string) error {
+	oldname, newname = clean(oldname), clean(newname)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.files[oldname]
+	if !ok {
+		return notExist("rename", oldname)
+	}
+	if err := m.checkDir("rename", newname); err != nil {
+		return err
+	}
+	delete(m.files, oldname)
+	m.files[newname] = n
+	return nil
+}
+
+// MkdirAll implements FS. Directories are durable at once.
+func (m *MemFS) MkdirAll(dir string, _ os.FileMode) error {
+	dir = clean(dir)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for d := dir; d != "." && d != ""; d = dirOf(d) {
+		if _, ok := m.files[d]; ok {
+			return &fs.PathError{Op: "mkdir", Path: d, Err: errors.New("not a directory")}
+		}
+		m.dirs[d] = true
+	}
+	return nil
+}
+
+// List implements FS.
+func (m *MemFS) List(dir string) ([]string, error) {
+	dir = clean(dir)
+	if dir == "" {
+		dir = "."
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.dirs[dir] {
+		return nil, notExist("list", dir)
+	}
+	var names []string
+	for f := range m.files {
+		if dirOf(f) == dir {
+			names = append(names, path.Base(f))
+		}
+	}
+	for d := range m.dirs {
+		if d != dir && d != "." && dirOf(d) == dir {
+			names = append(names, path.Base(d))
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Stat implements FS.
+func (m *MemFS) Stat(name string) (os.FileInfo, error) {
+	name = clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n, ok := m.files[name]; ok {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return memInfo{name: path.Base(name), size: int64(len(n.data)), mod: n.modTime}, nil
+	}
+	if m.dirs[name] || name == "" {
+		return memInfo{name: path.Base(name), dir: true}, nil
+	}
+	return nil, notExist("stat", name)
+}
+
+// Lock implements FS. Locks are held in this MemFS only.
+func (m *MemFS) Lock(name string) (io.Closer, error) {
+	name = clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.checkDir("lock", name); err != nil {
+		return nil, err
+	}
+	if m.locks[name] {
+		return nil, fmt.Errorf("%s: %w", name, ErrLocked)
+	}
+	m.locks[name] = true
+	if _, ok := m.files[name]; !ok {
+		m.files[name] = &memNode{modTime: time.Now()}
+	}
+	return &memLock{fs: m, name: name}, nil
+}
+
+type memLock struct {
+	fs   *MemFS
+	name string
+	once sync.Once
+}
+
+func (l *memLock) Close() error {
+	l.once.Do(func() {
+		l.fs.mu.Lock()
+		delete(l.fs.locks, l.name)
+		l.fs.mu.Unlock()
+	})
+	return nil
+}
+
+// SyncDir implements FS: the entries of dir become durable as they are now.
+func (m *MemFS) SyncDir(dir string) error {
+	dir = clean(dir)
+	if dir == "" {
+		dir = "."
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name := range m.durable {
+		if dirOf(name) == dir {
+			delete(m.durable, name)
+		}
+	}
+	for name, n := range m.files {
+		if dirOf(name) == dir {
+			m.durable[name] = n
+		}
+	}
+	return nil
+}
+
+// PathJoin implements FS.
+func (m *MemFS) PathJoin(elem ...string) string { return path.Join(elem...) }
+
+// CrashClone returns the file system a power loss would leave now: only
+// names made durable by SyncDir, each holding only the bytes it had at its
+// last Sync. Locks are not carried over (the process died).
+func (m *MemFS) CrashClone() *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := NewMem()
+	for d := range m.dirs {
+		c.dirs[d] = true
+	}
+	for name, n := range m.durable {
+		n.mu.Lock()
+		cn := &memNode{data: bytes.Clone(n.data[:n.synced]), synced: n.synced, modTime: n.modTime}
+		n.mu.Unlock()
+		c.files[name] = cn
+		c.durable[name] = cn
+	}
+	return c
+}
+
+// String lists the files and their sizes, for debugging tests.
+func (m *MemFS) String() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var names []string
+	for name := range m.files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, name := range names {
+		n := m.files[name]
+		n.mu.Lock()
+		fmt.Fprintf(&b, "%s %d\n", name, len(n.data))
+		n.mu.Unlock()
+	}
+	return b.String()
+}
+
+type memFile struct {
+	name   string
+	node   *memNode
+	write  bool
+	closed bool
+}
+
+var errClosed = errors.New("vfs: file already closed")
+
+func (f *memFile) Write(p []byte) (int, error) {
+	if f.closed {
+		return 0, errClosed
+	}
+	if !f.write {
+		return 0, &fs.PathError{Op: "write", Path: f.name, Err: errors.New("file opened for reading")}
+	}
+	f.node.mu.Lock()
+	defer f.node.mu.Unlock()
+	f.node.data = append(f.node.data, p...)
+	f.node.modTime = time.Now()
+	return len(p), nil
+}
+
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	if f.closed {
+		return 0, errClosed
+	}
+	f.node.mu.Lock()
+	defer f.node.mu.Unlock()
+	if off < 0 {
+		return 0, &fs.PathError{Op: "readat", Path: f.name, Err: errors.New("negative offset")}
+	}
+	if off >= int64(len(f.node.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.node.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *memFile) Sync() error {
+	if f.closed {
+		return errClosed
+	}
+	f.node.mu.Lock()
+	defer f.node.mu.Unlock()
+	f.node.synced = len(f.node.data)
+	return nil
+}
+
+func (f *memFile) Size() (int64, error) {
+	f.node.mu.Lock()
+	defer f.node.mu.Unlock()
+	return int64(len(f.node.data)), nil
+}
+
+func (f *memFile) Close() error {
+	if f.closed {
+		return errClosed
+	}
+	f.closed = true
+	return nil
+}
+
+type memInfo struct {
+	name string
+	size int64
+	mod  time.Time
+	dir  bool
+}
+
+func (i memInfo) Name() string       { return i.name }
+func (i memInfo) Size() int64        { return i.size }
+func (i memInfo) ModTime() time.Time { return i.mod }
+func (i memInfo) IsDir() bool        { return i.dir }
+func (i memInfo) Sys() any           { return nil }
+func (i memInfo) Mode() os.FileMode {
+	if i.dir {
+		return os.ModeDir | 0o755
+	}
+	return 0o644
+}

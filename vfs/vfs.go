@@ -1,0 +1,49 @@
+// Package vfs is the file-system interface every part of shale uses for its
+// files. Going through an interface lets tests run on an in-memory file
+// system, simulate a crash by dropping what was never synced, and inject I/O
+// errors, without touching the code under test.
+package vfs
+
+import (
+	"io"
+	"os"
+)
+
+// File is an open file. Files opened with Create are written with Write and
+// made durable with Sync; files opened with Open are read with ReadAt.
+type File interface {
+	io.Writer
+	io.ReaderAt
+	io.Closer
+	// Sync makes everything written so far durable.
+	Sync() error
+	// Size returns the file's current length in bytes.
+	Size() (int64, error)
+}
+
+// FS is a file system.
+type FS interface {
+	// Create creates name, truncating it if it exists, open for writing.
+	Create(name string) (File, error)
+	// Open opens name for reading.
+	Open(name string) (File, error)
+	// Remove removes a file or an empty directory.
+	Remove(name string) error
+	// Rename atomically replaces newname with oldname.
+	Rename(oldname, newname string) error
+	// MkdirAll creates dir and any missing parents.
+	MkdirAll(dir string, perm os.FileMode) error
+	// List returns the names (not paths) of the entries in dir, sorted.
+	List(dir string) ([]string, error)
+	// Stat describes name.
+	Stat(name string) (os.FileInfo, error)
+	// Lock takes an exclusive lock on name, creating it if needed. It fails
+	// at once, without waiting, if the lock is held, in this process or
+	// another. Closing the returned Closer releases the lock.
+	Lock(name string) (io.Closer, error)
+	// SyncDir makes the directory's entries (creations, renames, removals)
+	// durable.
+	SyncDir(dir string) error
+	// PathJoin joins path elements the way this FS spells paths.
+	PathJoin(elem ...string) string
+}
