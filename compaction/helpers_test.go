@@ -1,0 +1,228 @@
+package compaction
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/manifest"
+)
+
+// parseKey parses "ukey#seq,KIND", as base.InternalKey.String prints it.
+func parseKey(t testing.TB, s string) base.InternalKey {
+	t.Helper()
+	ukey, rest, ok1 := strings.Cut(s, "#")
+	seq, kind, ok2 := strings.Cut(rest, ",")
+	n, err := strconv.ParseUint(seq, 10, 64)
+	if !ok1 || !ok2 || err != nil {
+		t.Fatalf("bad key %q: want ukey#seq,KIND", s)
+	}
+	if ukey == `""` {
+		ukey = ""
+	}
+	for k := base.Kind(0); k <= base.KindMax; k++ {
+		if k.String() == kind {
+			return base.MakeInternalKey([]byte(ukey), base.SeqNum(n), k)
+		}
+	}
+	t.Fatalf("bad kind in %q", s)
+	return base.InternalKey{}
+}
+
+// parseEntry parses "a#5,SET:value" or "a#6,DEL".
+func parseEntry(t testing.TB, s string) (base.InternalKey, []byte) {
+	t.Helper()
+	key, value, _ := strings.Cut(s, ":")
+	return parseKey(t, key), []byte(value)
+}
+
+// formatEntry prints an entry as parseEntry reads it.
+func formatEntry(k base.InternalKey, v []byte) string {
+	if k.Kind() == base.KindDelete && len(v) == 0 {
+		return k.String()
+	}
+	return k.String() + ":" + string(v)
+}
+
+// parseEntries parses entries separated by spaces or newlines.
+func parseEntries(t testing.TB, s string) (keys []base.InternalKey, values [][]byte) {
+	t.Helper()
+	for _, f := range strings.Fields(s) {
+		k, v := parseEntry(t, f)
+		keys, values = append(keys, k), append(values, v)
+	}
+	return keys, values
+}
+
+// parseSize parses "123", "4KiB", "1.5MiB" or "2GiB".
+func parseSize(t testing.TB, s string) uint64 {
+	t.Helper()
+	mult := 1.0
+	for i, unit := range []string{"KiB", "MiB", "GiB"} {
+		if num, ok := strings.CutSuffix(s, unit); ok {
+			s, mult = num, float64(uint64(1)<<(10*(i+1)))
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("bad size %q", s)
+	}
+	return uint64(f * mult)
+}
+
+// parseVersion reads one file per line:
+//
+//	L0: 000005:a#10,SET-c#12,SET size=1MiB
+//
+// It keeps L0 newest first (by largest seqnum) and sorts the other levels by
+// smallest key, as a Version requires.
+func parseVersion(t testing.TB, input string) *manifest.Version {
+	t.Helper()
+	v := &manifest.Version{}
+	for _, line := range strings.Split(input, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var level int
+		var num uint64
+		var keys, size string
+		if _, err := fmt.Sscanf(line, "L%d: %d:%s size=%s", &level, &num, &keys, &size); err != nil {
+			t.Fatalf("bad file line %q: %v", line, err)
+		}
+		lo, hi, ok := strings.Cut(keys, "-")
+		if !ok {
+			t.Fatalf("bad key range in %q", line)
+		}
+		f := &manifest.FileMeta{FileNum: num, Size: parseSize(t, size), Smallest: parseKey(t, lo), Largest: parseKey(t, hi)}
+		f.SmallestSeq = min(f.Smallest.SeqNum(), f.Largest.SeqNum())
+		f.LargestSeq = max(f.Smallest.SeqNum(), f.Largest.SeqNum())
+		v.Levels[level] = append(v.Levels[level], f)
+	}
+	sortLevels(v)
+	return v
+}
+
+func sortLevels(v *manifest.Version) {
+	slices.SortStableFunc(v.Levels[0], func(a, b *manifest.FileMeta) int {
+		return cmp.Compare(b.LargestSeq, a.LargestSeq)
+	})
+	for _, files := range v.Levels[1:] {
+		slices.SortFunc(files, func(a, b *manifest.FileMeta) int {
+			return base.Compare(a.Smallest, b.Smallest)
+		})
+	}
+}
+
+// formatVersion lists the files level by level, with their sizes.
+func formatVersion(v *manifest.Version) string {
+	var b strings.Builder
+	for level, files := range v.Levels {
+		for _, f := range files {
+			fmt.Fprintf(&b, "L%d: %s %s\n", level, f, formatBytes(f.Size))
+		}
+	}
+	if b.Len() == 0 {
+		return "empty\n"
+	}
+	return b.String()
+}
+
+// formatCompaction prints c's summary and its inputs, one file a line.
+func formatCompaction(c *Compaction) string {
+	if c == nil {
+		return "nothing to compact\n"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n", c)
+	for i, level := range []int{c.Level, c.OutputLevel} {
+		for _, f := range c.Inputs[i] {
+			fmt.Fprintf(&b, "  L%d: %s\n", level, f)
+		}
+	}
+	return b.String()
+}
+
+// install applies c to v as the DB would if the compaction wrote a single
+// output file spanning its inputs, numbered fileNum, and returns the new
+// version.
+func install(v *manifest.Version, c *Compaction, fileNum uint64) *manifest.Version {
+	var all []*manifest.FileMeta
+	for _, in := range c.Inputs {
+		all = append(all, in...)
+	}
+	out := &manifest.FileMeta{FileNum: fileNum, Smallest: all[0].Smallest, Largest: all[0].Largest,
+		SmallestSeq: all[0].SmallestSeq, LargestSeq: all[0].LargestSeq}
+	for _, f := range all {
+		out.Size += f.Size
+		if base.Compare(f.Smallest, out.Smallest) < 0 {
+			out.Smallest = f.Smallest
+		}
+		if base.Compare(f.Largest, out.Largest) > 0 {
+			out.Largest = f.Largest
+		}
+		out.SmallestSeq = min(out.SmallestSeq, f.SmallestSeq)
+		out.LargestSeq = max(out.LargestSeq, f.LargestSeq)
+	}
+	next := &manifest.Version{}
+	for level, files := range v.Levels {
+		for _, f := range files {
+			if !slices.Contains(all, f) {
+				next.Levels[level] = append(next.Levels[level], f)
+			}
+		}
+	}
+	next.Levels[c.OutputLevel] = append(next.Levels[c.OutputLevel], out)
+	sortLevels(next)
+	return next
+}
+
+// errIter wraps an iterator and fails, with errInjected, on its move number
+// failAt (counting from 1) and every move after.
+type errIter struct {
+	base.InternalIterator
+	moves, failAt int
+	err           error
+}
+
+var errInjected = errors.New("injected error")
+
+func (e *errIter) move(ok bool) bool {
+	e.moves++
+	if e.moves >= e.failAt {
+		e.err = errInjected
+	}
+	return ok && e.err == nil
+}
+
+func (e *errIter) First() bool            { return e.move(e.InternalIterator.First()) }
+func (e *errIter) Last() bool             { return e.move(e.InternalIterator.Last()) }
+func (e *errIter) SeekGE(key []byte) bool { return e.move(e.InternalIterator.SeekGE(key)) }
+func (e *errIter) SeekLT(key []byte) bool { return e.move(e.InternalIterator.SeekLT(key)) }
+func (e *errIter) Next() bool             { return e.move(e.InternalIterator.Next()) }
+func (e *errIter) Prev() bool             { return e.move(e.InternalIterator.Prev()) }
+func (e *errIter) Valid() bool            { return e.err == nil && e.InternalIterator.Valid() }
+func (e *errIter) Error() error           { return e.err }
+func (e *errIter) Close() error           { return e.err }
+
+// intner is the source of choices of the randomized tests: a *rand.Rand, or
+// a byteSource when fuzzing.
+type intner interface{ IntN(n int) int }
+
+// byteSource turns fuzz input into choices. Once the bytes run out, every
+// choice is 0, so any input describes a finite test.
+type byteSource struct{ b []byte }
+
+func (s *byteSource) IntN(n int) int {
+	if len(s.b) == 0 {
+		return 0
+	}
+	v := int(s.b[0]) % n
+	s.b = s.b[1:]
+	return v
+}

@@ -1,0 +1,273 @@
+package compaction
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/manifest"
+)
+
+// Options set the shape the picker keeps the tree in. Zero fields take their
+// defaults (see WithDefaults). The number of levels is not an option: it is
+// manifest.NumLevels, the size of a Version.
+type Options struct {
+	// L0CompactionThreshold is the number of L0 files at which L0 is
+	// compacted into L1. Every L0 file is a place a read may have to look,
+	// so this bounds read amplification. Default 4.
+	L0CompactionThreshold int
+	// LBaseMaxBytes is the target size of L1. Default 64 MiB.
+	LBaseMaxBytes uint64
+	// LevelMultiplier is how many times larger each level's target is than
+	// the one above it. Default 10.
+	LevelMultiplier int
+}
+
+// WithDefaults returns o with every zero or negative field set to its
+// default. Pick and Scores apply it themselves; the DB calls it to show the
+// values in effect.
+func (o Options) WithDefaults() Options {
+	if o.L0CompactionThreshold <= 0 {
+		o.L0CompactionThreshold = 4
+	}
+	if o.LBaseMaxBytes == 0 {
+		o.LBaseMaxBytes = 64 << 20
+	}
+	if o.LevelMultiplier <= 0 {
+		o.LevelMultiplier = 10
+	}
+	return o
+}
+
+// target returns the target size of a level >= 1:
+// LBaseMaxBytes * LevelMultiplier^(level-1), saturating at MaxUint64.
+func (o Options) target(level int) uint64 {
+	t := o.LBaseMaxBytes
+	for l := 1; l < level; l++ {
+		if t > math.MaxUint64/uint64(o.LevelMultiplier) {
+			return math.MaxUint64
+		}
+		t *= uint64(o.LevelMultiplier)
+	}
+	return t
+}
+
+// A Compaction names the files to merge and the level the result goes to.
+// The DB reads every input through NewMergingIter and NewIter, writes what
+// comes out as new files of OutputLevel, and installs one version edit that
+// deletes every input file and adds the outputs.
+//
+// The DB must not split one user key's versions across two output files:
+// the files of a level >= 1 must stay disjoint in user keys, which lookups
+// (manifest.Version.FileForKey) and the picker rely on.
+type Compaction struct {
+	// Level is where Inputs[0] live; OutputLevel is where Inputs[1] live and
+	// where the output goes. OutputLevel is Level+1 for compactions Pick
+	// chooses.
+	Level, OutputLevel int
+	// Inputs[0] are files of Level (for L0, newest first); Inputs[1] are the
+	// files of OutputLevel that overlap them, in key order.
+	Inputs [2][]*manifest.FileMeta
+	// Score is the score of Level when it was picked (>= 1).
+	Score float64
+	// Reason says why, for logs and metrics: "L0 has 5 files (threshold 4)".
+	Reason string
+}
+
+// String summarizes the compaction in one line, e.g.
+// "L2 -> L3, 1+4 files (9 MiB): L2 is 1.3x its target 640 MiB".
+func (c *Compaction) String() string {
+	var size uint64
+	for _, in := range c.Inputs {
+		for _, f := range in {
+			size += f.Size
+		}
+	}
+	return fmt.Sprintf("L%d -> L%d, %d+%d files (%s): %s", c.Level, c.OutputLevel,
+		len(c.Inputs[0]), len(c.Inputs[1]), formatBytes(size), c.Reason)
+}
+
+// LevelScore describes how full one level is.
+type LevelScore struct {
+	Level int
+	Files int
+	Bytes uint64
+	// Target is the level's target size in bytes; 0 for L0, which is sized
+	// by its number of files instead.
+	Target uint64
+	// Score is Files/L0CompactionThreshold for L0 and Bytes/Target below;
+	// a level with a score >= 1 wants compacting. The last level is never
+	// compacted into a level below it, so its score is always 0.
+	Score float64
+}
+
+// Scores returns one LevelScore per level of v, L0 first.
+func Scores(v *manifest.Version, opts Options) []LevelScore {
+	opts = opts.WithDefaults()
+	scores := make([]LevelScore, manifest.NumLevels)
+	for level := range scores {
+		s := LevelScore{Level: level, Files: len(v.Levels[level]), Bytes: v.LevelSize(level)}
+		switch {
+		case level == 0:
+			s.Score = float64(s.Files) / float64(opts.L0CompactionThreshold)
+		case level < manifest.NumLevels-1:
+			s.Target = opts.target(level)
+			s.Score = float64(s.Bytes) / float64(s.Target)
+		default:
+			s.Target = opts.target(level)
+		}
+		scores[level] = s
+	}
+	return scores
+}
+
+// Cursor remembers, per level, the largest user key of the last compaction
+// Pick took from it. The next compaction of that level starts with the first
+// file after that key, wrapping around at the end, so that successive
+// compactions sweep the level's whole key space (LevelDB's compact pointer)
+// instead of pounding one range. The zero value is ready to use; the DB
+// keeps one for as long as it is open.
+type Cursor struct {
+	last [manifest.NumLevels]struct {
+		key []byte
+		set bool
+	}
+}
+
+// Pick returns the compaction the tree needs most, or nil if no level has a
+// score >= 1. The level with the highest score wins; ties go to the upper
+// level. Pick advances c past the files it picks. It assumes no other
+// compaction is running: the DB runs one at a time.
+//
+// L0 into L1: the oldest L0 file, with every L0 file that overlaps it,
+// directly or through others (the transitive closure), and every L1 file
+// that overlaps them. Taking a closure, rather than any subset, keeps reads
+// correct: no L0 file left behind shares a key with one that moves, so no
+// L0 file can end up holding an older version than L1. Starting from the
+// oldest file empties L0 in the order it filled. When writes are spread over
+// the key space, every L0 file overlaps every other and the closure is all of
+// L0; when they are not (sequential keys), the closure avoids dragging in the
+// L1 files that lie between unrelated L0 files.
+//
+// Ln into Ln+1 (n >= 1): the first file of Ln after the cursor, with every
+// file of Ln+1 that overlaps it. Then, if more Ln files fit inside the range
+// those inputs cover without adding any Ln+1 file, they join: they are
+// merged into files that are being rewritten anyway, so they move down at
+// no extra cost in Ln+1 rewriting.
+func Pick(v *manifest.Version, opts Options, c *Cursor) *Compaction {
+	opts = opts.WithDefaults()
+	best := -1
+	var bestScore float64
+	for _, s := range Scores(v, opts) {
+		if s.Score >= 1 && s.Score > bestScore {
+			best, bestScore = s.Level, s.Score
+		}
+	}
+	switch {
+	case best < 0:
+		return nil
+	case best == 0:
+		return &Compaction{
+			Level: 0, OutputLevel: 1, Inputs: pickL0(v), Score: bestScore,
+			Reason: fmt.Sprintf("L0 has %d files (threshold %d)", len(v.Levels[0]), opts.L0CompactionThreshold),
+		}
+	}
+	return &Compaction{
+		Level: best, OutputLevel: best + 1, Inputs: pickLevel(v, best, c), Score: bestScore,
+		Reason: fmt.Sprintf("L%d is %.1fx its target %s", best, bestScore, formatBytes(opts.target(best))),
+	}
+}
+
+// pickL0 returns the overlap closure of the oldest L0 file and the L1 files
+// it overlaps.
+func pickL0(v *manifest.Version) (inputs [2][]*manifest.FileMeta) {
+	l0 := v.Levels[0]
+	in := []*manifest.FileMeta{l0[len(l0)-1]}
+	for {
+		lo, hi := userKeyRange(in)
+		grown := v.Overlapping(0, lo, hi)
+		if len(grown) == len(in) {
+			break
+		}
+		in = grown
+	}
+	lo, hi := userKeyRange(in)
+	return [2][]*manifest.FileMeta{in, v.Overlapping(1, lo, hi)}
+}
+
+// pickLevel picks the inputs of a compaction of level (>= 1) into the next,
+// starting at c's position, and moves c past them.
+func pickLevel(v *manifest.Version, level int, c *Cursor) (inputs [2][]*manifest.FileMeta) {
+	files := v.Levels[level]
+	i := 0
+	if last := c.last[level]; last.set {
+		i = sort.Search(len(files), func(i int) bool {
+			return base.CompareUserKeys(files[i].Smallest.UserKey, last.key) > 0
+		})
+		if i == len(files) {
+			i = 0
+		}
+	}
+	in := []*manifest.FileMeta{files[i]}
+	lo, hi := files[i].Smallest.UserKey, files[i].Largest.UserKey
+	out := v.Overlapping(level+1, lo, hi)
+	if len(out) > 0 {
+		wlo, whi := userKeyRange(in, out)
+		if wider := v.Overlapping(level, wlo, whi); len(wider) > len(in) {
+			wlo, whi = userKeyRange(wider)
+			if len(v.Overlapping(level+1, wlo, whi)) == len(out) {
+				in, hi = wider, whi
+			}
+		}
+	}
+	c.last[level].key = append(c.last[level].key[:0], hi...)
+	c.last[level].set = true
+	return [2][]*manifest.FileMeta{in, out}
+}
+
+// userKeyRange returns the smallest and largest user keys of the files.
+// There must be at least one file.
+func userKeyRange(sets ...[]*manifest.FileMeta) (lo, hi []byte) {
+	first := true
+	for _, files := range sets {
+		for _, f := range files {
+			if first || base.CompareUserKeys(f.Smallest.UserKey, lo) < 0 {
+				lo = f.Smallest.UserKey
+			}
+			if first || base.CompareUserKeys(f.Largest.UserKey, hi) > 0 {
+				hi = f.Largest.UserKey
+			}
+			first = false
+		}
+	}
+	return lo, hi
+}
+
+// IsBaseLevelForKey reports whether no level below outputLevel has a file
+// whose range holds ukey. Then nothing older than a compaction's output can
+// exist for ukey, and a tombstone for it hides nothing once the versions it
+// covers in the compaction are dropped: the tombstone can go too.
+func IsBaseLevelForKey(v *manifest.Version, outputLevel int, ukey []byte) bool {
+	for level := outputLevel + 1; level < manifest.NumLevels; level++ {
+		if v.FileForKey(level, ukey) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// formatBytes renders n in binary units: "640 MiB", "1.5 GiB", "12 B".
+func formatBytes(n uint64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, unit := float64(n)/1024, 0
+	for f >= 1024 && unit < 5 {
+		f /= 1024
+		unit++
+	}
+	s := strings.TrimSuffix(fmt.Sprintf("%.1f", f), ".0")
+	return s + " " + string("KMGTPE"[unit]) + "iB"
+}
