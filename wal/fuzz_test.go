@@ -1,0 +1,73 @@
+package wal
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/shale-db/shale/internal/base"
+)
+
+// FuzzReader reads arbitrary bytes as a log. Beyond never panicking, it
+// checks that the Reader is consistent with itself: it returns no more bytes
+// of records than the file holds, ends with io.EOF or a corruption error
+// naming the file and an offset in it, and whatever it returned before
+// stopping at an offset is exactly what it reads from the file cut there.
+func FuzzReader(f *testing.F) {
+	for _, sizes := range [][]int{{}, {0}, {5, 0, 3}, {100, 40000}, {32755, 10}, {32754, 3}, {10, 80000, 20}} {
+		log := writeLog(f, sizedRecords(sizes...))
+		f.Add(log)
+		if len(log) > 20 {
+			damaged := bytes.Clone(log)
+			damaged[len(log)/2] ^= 0x10
+			f.Add(damaged)
+			f.Add(log[:len(log)-3])
+			f.Add(append(bytes.Clone(log), make([]byte, 10)...))
+		}
+	}
+	f.Add(appendFragment(appendFragment(nil, typeFirst, []byte("a")), typeFull, []byte("b")))
+	f.Add(appendFragment(appendFragment(nil, typeLast, []byte("a")), typeFull, []byte("b")))
+	f.Add(appendFragment(nil, 9, []byte("future")))
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res := read(t, bytes.NewReader(data))
+		total := 0
+		for i, rec := range res.records {
+			total += len(rec)
+			if res.offsets[i] < 0 || res.offsets[i] >= int64(len(data)) ||
+				i > 0 && res.offsets[i] <= res.offsets[i-1] {
+				t.Fatalf("record %d at offset %d", i, res.offsets[i])
+			}
+		}
+		if total > len(data) {
+			t.Fatalf("read %d bytes of records from a %d-byte file", total, len(data))
+		}
+
+		// The offset the Reader stopped at: the end of the intact log, or
+		// the corruption.
+		var stop int64
+		var ce *base.CorruptionError
+		switch {
+		case res.err == io.EOF && res.torn:
+			stop = res.tornAt
+		case res.err == io.EOF:
+			return
+		case errors.As(res.err, &ce) && errors.Is(res.err, base.ErrCorruption):
+			if ce.File != testFile || ce.Offset < 0 || ce.Offset >= int64(len(data)) {
+				t.Fatalf("corruption error %v names the wrong file or offset", res.err)
+			}
+			stop = ce.Offset
+		default:
+			t.Fatalf("ended with %v", res.err)
+		}
+		if stop < 0 || stop > int64(len(data)) {
+			t.Fatalf("stopped at offset %d of a %d-byte file", stop, len(data))
+		}
+		cut := read(t, bytes.NewReader(data[:stop]))
+		if cut.err != io.EOF || res.torn && cut.torn {
+			t.Fatalf("cut at %d: ended with %v, torn %t", stop, cut.err, cut.torn)
+		}
+		checkRecords(t, "cut where the Reader stopped", cut.records, res.records)
+	})
+}

@@ -1,0 +1,222 @@
+package wal
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/shale-db/shale/vfs"
+)
+
+// memFile is a vfs.File that keeps what is written in memory, counts calls
+// and fails on demand. Its zero value is an empty file.
+type memFile struct {
+	data       bytes.Buffer
+	writes     int
+	syncs      int
+	shortWrite bool  // write one byte less than asked, without an error
+	failWrite  error // returned by the next Write
+	failSync   error // returned by the next Sync
+	closed     bool
+}
+
+var _ vfs.File = (*memFile)(nil)
+
+func (f *memFile) Write(p []byte) (int, error) {
+	f.writes++
+	if err := f.failWrite; err != nil {
+		f.failWrite = nil
+		return 0, err
+	}
+	if f.shortWrite {
+		p = p[:len(p)-1]
+	}
+	return f.data.Write(p)
+}
+
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	return bytes.NewReader(f.data.Bytes()).ReadAt(p, off)
+}
+
+func (f *memFile) Sync() error {
+	f.syncs++
+	err := f.failSync
+	f.failSync = nil
+	return err
+}
+
+func (f *memFile) Size() (int64, error) { return int64(f.data.Len()), nil }
+
+func (f *memFile) Close() error {
+	if f.closed {
+		return errors.New("closed twice")
+	}
+	f.closed = true
+	return nil
+}
+
+// TestWriterOneWritePerRecord checks that each record, whatever its size,
+// reaches the file in one Write call, and that Sync is one file Sync.
+func TestWriterOneWritePerRecord(t *testing.T) {
+	f := &memFile{}
+	w := NewWriter(f)
+	records := sizedRecords(0, 100, 32755, 100_000, 5)
+	for i, rec := range records {
+		if _, err := w.WriteRecord(rec); err != nil {
+			t.Fatal(err)
+		}
+		if f.writes != i+1 {
+			t.Fatalf("after %d records, %d Write calls", i+1, f.writes)
+		}
+	}
+	if err := w.Sync(); err != nil || f.syncs != 1 {
+		t.Fatalf("Sync() = %v after %d file syncs, want nil after 1", err, f.syncs)
+	}
+	if w.Size() != int64(f.data.Len()) {
+		t.Fatalf("Size() = %d, file holds %d bytes", w.Size(), f.data.Len())
+	}
+	res := read(t, f)
+	checkRecords(t, "read back", res.records, records)
+}
+
+// TestWriterErrorsAreSticky checks that after a failed Write or Sync the
+// Writer writes nothing more: appending after a partial record would turn a
+// torn tail into corruption.
+func TestWriterErrorsAreSticky(t *testing.T) {
+	errDisk := errors.New("disk on fire")
+	for _, tc := range []struct {
+		name string
+		fail func(*memFile, *Writer) error
+		want error
+	}{
+		{"write", func(f *memFile, w *Writer) error {
+			f.failWrite = errDisk
+			_, err := w.WriteRecord([]byte("lost"))
+			return err
+		}, errDisk},
+		{"short write", func(f *memFile, w *Writer) error {
+			f.shortWrite = true
+			_, err := w.WriteRecord([]byte("lost"))
+			return err
+		}, io.ErrShortWrite},
+		{"sync", func(f *memFile, w *Writer) error {
+			f.failSync = errDisk
+			return w.Sync()
+		}, errDisk},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &memFile{}
+			w := NewWriter(f)
+			if _, err := w.WriteRecord([]byte("kept")); err != nil {
+				t.Fatal(err)
+			}
+			size := w.Size()
+			if err := tc.fail(f, w); !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			writes, syncs := f.writes, f.syncs
+			if _, err := w.WriteRecord([]byte("more")); !errors.Is(err, tc.want) {
+				t.Fatalf("WriteRecord after the failure: %v, want %v", err, tc.want)
+			}
+			if err := w.Sync(); !errors.Is(err, tc.want) {
+				t.Fatalf("Sync after the failure: %v, want %v", err, tc.want)
+			}
+			if f.writes != writes || f.syncs != syncs {
+				t.Fatal("the Writer used the file after it failed")
+			}
+			if w.Size() != size {
+				t.Fatalf("Size() = %d, want %d: the failed record counts", w.Size(), size)
+			}
+			if err := w.Close(); err != nil || !f.closed {
+				t.Fatalf("Close() = %v, file closed %t", err, f.closed)
+			}
+		})
+	}
+}
+
+func TestWriterClose(t *testing.T) {
+	f := &memFile{}
+	w := NewWriter(f)
+	if _, err := w.WriteRecord([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if f.syncs != 0 {
+		t.Fatal("Close synced the file")
+	}
+	if err := w.Close(); err == nil {
+		t.Fatal("second Close succeeded")
+	}
+	if _, err := w.WriteRecord([]byte("b")); err == nil {
+		t.Fatal("WriteRecord after Close succeeded")
+	}
+	if err := w.Sync(); err == nil {
+		t.Fatal("Sync after Close succeeded")
+	}
+}
+
+// discardFile is a vfs.File that drops what is written: the benchmarks and
+// the allocation test measure the framing, not a file system.
+type discardFile struct{ vfs.File }
+
+func (discardFile) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestWriterReusesBuffer checks that writing a record allocates nothing once
+// the Writer's buffer has grown, and that the buffer is not kept after a
+// record too large to keep it for.
+func TestWriterReusesBuffer(t *testing.T) {
+	w := NewWriter(discardFile{})
+	rec := make([]byte, 4<<10)
+	if allocs := testing.AllocsPerRun(100, func() { w.WriteRecord(rec) }); allocs != 0 {
+		t.Fatalf("WriteRecord allocates %.1f times per record", allocs)
+	}
+	w.WriteRecord(make([]byte, 2*maxRetainedBuf))
+	if cap(w.buf) > maxRetainedBuf {
+		t.Fatalf("kept a %d-byte buffer", cap(w.buf))
+	}
+}
+
+func BenchmarkWriteRecord(b *testing.B) {
+	for _, size := range []int{100, 4 << 10} {
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
+			w := NewWriter(discardFile{})
+			rec := pattern(0, size)
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := w.WriteRecord(rec); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkReader(b *testing.B) {
+	for _, size := range []int{100, 4 << 10} {
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
+			records := make([][]byte, (16<<20)/size) // a 16 MiB log
+			for i := range records {
+				records[i] = pattern(i, size)
+			}
+			log := bytes.NewReader(writeLog(b, records))
+			r := NewReader(log, testFile)
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				_, err := r.Next()
+				if err == io.EOF {
+					r = NewReader(log, testFile)
+					_, err = r.Next()
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
