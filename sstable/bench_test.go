@@ -1,0 +1,82 @@
+package sstable
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/shale-db/shale/cache"
+	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/vfs"
+)
+
+const benchKeys = 100_000
+
+// benchTable writes benchKeys entries, keys "key%08d" of the even numbers
+// (so odd ones are absent) and 100-byte values, and opens the table with a
+// cache that holds all of it.
+func benchTable(b *testing.B, filter base.FilterPolicy) *Reader {
+	fs := vfs.NewMem()
+	f, _ := fs.Create("t.sst")
+	w := NewWriter(f, WriterOptions{FilterPolicy: filter})
+	value := make([]byte, 100)
+	for i := range benchKeys {
+		copy(value, fmt.Sprintf("value %d", i))
+		if err := w.Add(base.MakeInternalKey(fmt.Appendf(nil, "key%08d", 2*i), base.SeqNum(i+1), base.KindSet), value); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return openTable(b, fs, "t.sst", ReaderOptions{
+		FileNum: 1,
+		Cache:   cache.New(64 << 20),
+		Filters: []base.FilterPolicy{testBloom{}},
+	})
+}
+
+func BenchmarkGet(b *testing.B) {
+	for _, filter := range []struct {
+		name   string
+		policy base.FilterPolicy
+	}{{"filter=none", nil}, {"filter=10", testBloom{bitsPerKey: 10}}} {
+		r := benchTable(b, filter.policy)
+		for _, present := range []bool{true, false} {
+			b.Run(fmt.Sprintf("%s/present=%v", filter.name, present), func(b *testing.B) {
+				keys := make([][]byte, 1024)
+				for i := range keys {
+					n := 2 * (i * 7919 % benchKeys)
+					if !present {
+						n++
+					}
+					keys[i] = fmt.Appendf(nil, "key%08d", n)
+				}
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					_, _, found, err := r.Get(keys[i%len(keys)], base.MaxSeqNum, nil)
+					if err != nil || found != present {
+						b.Fatalf("Get: found %v, err %v", found, err)
+					}
+				}
+			})
+		}
+		r.Close()
+	}
+}
+
+func BenchmarkScan(b *testing.B) {
+	r := benchTable(b, nil)
+	defer r.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		it := r.NewIter()
+		n := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		if err := it.Close(); err != nil || n != benchKeys {
+			b.Fatalf("scan saw %d entries, err %v", n, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchKeys), "ns/entry")
+}

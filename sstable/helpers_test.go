@@ -1,0 +1,232 @@
+package sstable
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/vfs"
+)
+
+// testBloom is a plain Bloom filter policy for these tests, so that sstable's
+// tests do not depend on the bloom package. Encoded: the bit array, then one
+// byte holding the number of probes.
+type testBloom struct{ bitsPerKey int }
+
+func (p testBloom) Name() string { return "test.bloom" }
+
+func (p testBloom) NewWriter() base.FilterWriter { return &testBloomWriter{bitsPerKey: p.bitsPerKey} }
+
+func (p testBloom) Decode(data []byte) (base.Filter, error) {
+	if len(data) < 2 || data[len(data)-1] < 1 || data[len(data)-1] > 30 {
+		return nil, fmt.Errorf("test.bloom: bad filter of %d bytes: %w", len(data), base.ErrCorruption)
+	}
+	return testBloomFilter(data), nil
+}
+
+type testBloomWriter struct {
+	bitsPerKey int
+	hashes     []uint64
+}
+
+func (w *testBloomWriter) AddHash(h uint64) { w.hashes = append(w.hashes, h) }
+
+func (w *testBloomWriter) Finish() []byte {
+	nbytes := max((len(w.hashes)*w.bitsPerKey+7)/8, 8)
+	k := min(max(w.bitsPerKey*69/100, 1), 30) // bits per key * ln 2
+	f := make([]byte, nbytes+1)
+	f[nbytes] = byte(k)
+	for _, h := range w.hashes {
+		testBloomFilter(f).probe(h, func(bit uint64) bool {
+			f[bit/8] |= 1 << (bit % 8)
+			return true
+		})
+	}
+	return f
+}
+
+type testBloomFilter []byte
+
+// probe calls fn with each of the key's bit positions until fn returns
+// false, and reports whether it never did.
+func (f testBloomFilter) probe(h uint64, fn func(bit uint64) bool) bool {
+	nbits := uint64(len(f)-1) * 8
+	delta := bits.RotateLeft64(h, 32) | 1
+	for range f[len(f)-1] {
+		if !fn(h % nbits) {
+			return false
+		}
+		h += delta
+	}
+	return true
+}
+
+func (f testBloomFilter) MayContain(h uint64) bool {
+	return f.probe(h, func(bit uint64) bool { return f[bit/8]&(1<<(bit%8)) != 0 })
+}
+
+type kv struct {
+	key   base.InternalKey
+	value []byte
+}
+
+// parseKey parses "ukey#seq,KIND" (KIND is SET or DEL).
+func parseKey(s string) (base.InternalKey, error) {
+	ukey, rest, ok1 := strings.Cut(s, "#")
+	seq, kind, ok2 := strings.Cut(rest, ",")
+	n, err := strconv.ParseUint(seq, 10, 64)
+	if !ok1 || !ok2 || err != nil {
+		return base.InternalKey{}, fmt.Errorf("bad key %q", s)
+	}
+	if uq, err := strconv.Unquote(ukey); err == nil {
+		ukey = uq
+	}
+	k := map[string]base.Kind{"SET": base.KindSet, "DEL": base.KindDelete}
+	kd, ok := k[kind]
+	if !ok {
+		return base.InternalKey{}, fmt.Errorf("bad kind in %q", s)
+	}
+	return base.MakeInternalKey([]byte(ukey), base.SeqNum(n), kd), nil
+}
+
+// buildTable writes entries as a table named name in fs and returns its
+// properties.
+func buildTable(t testing.TB, fs vfs.FS, name string, entries []kv, opts WriterOptions) *Properties {
+	t.Helper()
+	f, err := fs.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(f, opts)
+	for _, e := range entries {
+		if err := w.Add(e.key, e.value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	props, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return props
+}
+
+func openTable(t testing.TB, fs vfs.FS, name string, opts ReaderOptions) *Reader {
+	t.Helper()
+	f, err := fs.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(f, name, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// describeLayout lists a table's blocks in file order: kind, offset, stored
+// length and compression, and for data blocks their entries and key range.
+func describeLayout(r *Reader) (string, error) {
+	var b strings.Builder
+	raw := func(h blockHandle) ([]byte, string, error) {
+		buf := make([]byte, h.length+blockTrailerLen)
+		if _, err := r.f.ReadAt(buf, int64(h.offset)); err != nil {
+			return nil, "", err
+		}
+		comp := map[byte]string{blockTypeRaw: "raw", blockTypeSnappy: "snappy"}[buf[h.length]]
+		contents, err := decodeBlock(r.name, int64(h.offset), buf)
+		return contents, comp, err
+	}
+	line := func(kind string, h blockHandle, comp string, contents []byte) {
+		fmt.Fprintf(&b, "%-10s %6d %6d  %s", kind, h.offset, h.length, comp)
+		if comp == "snappy" {
+			fmt.Fprintf(&b, " (%d raw)", len(contents))
+		}
+	}
+	var index blockIter
+	if err := index.init(r.name, r.indexOffset, r.index); err != nil {
+		return "", err
+	}
+	b.WriteString("block      offset length  stored\n")
+	for ok := index.First(); ok; ok = index.Next() {
+		h, _ := decodeHandle(index.val)
+		contents, comp, err := raw(h)
+		if err != nil {
+			return "", err
+		}
+		line("data", h, comp, contents)
+		var it blockIter
+		if err := it.init(r.name, int64(h.offset), contents); err != nil {
+			return "", err
+		}
+		n := 0
+		var first, last base.InternalKey
+		for ok := it.First(); ok; ok = it.Next() {
+			k, _ := base.DecodeInternalKey(it.key)
+			if n == 0 {
+				first = k.Clone()
+			}
+			last, n = k.Clone(), n+1
+		}
+		sep, _ := base.DecodeInternalKey(index.key)
+		fmt.Fprintf(&b, ": %d entries %s .. %s, sep %s\n", n, first, last, formatSep(sep))
+	}
+	// The meta blocks follow the data blocks, in the order written.
+	size, _ := r.f.Size()
+	buf := make([]byte, footerLen)
+	if _, err := r.f.ReadAt(buf, size-footerLen); err != nil {
+		return "", err
+	}
+	ft, err := decodeFooter(r.name, size-footerLen, buf)
+	if err != nil {
+		return "", err
+	}
+	meta, _, err := raw(ft.metaindex)
+	if err != nil {
+		return "", err
+	}
+	blocks := map[uint64]string{ft.index.offset: "index", ft.metaindex.offset: "metaindex"}
+	handles := map[uint64]blockHandle{ft.index.offset: ft.index, ft.metaindex.offset: ft.metaindex}
+	var it blockIter
+	if err := it.init(r.name, int64(ft.metaindex.offset), meta); err != nil {
+		return "", err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		h, _ := decodeHandle(it.val)
+		blocks[h.offset] = strings.TrimSuffix(string(it.key), "."+r.props.FilterPolicy)
+		handles[h.offset] = h
+	}
+	for off := r.props.DataSize; off < uint64(size-footerLen); {
+		h := handles[off]
+		contents, comp, err := raw(h)
+		if err != nil {
+			return "", err
+		}
+		line(blocks[off], h, comp, contents)
+		b.WriteByte('\n')
+		off += h.length + blockTrailerLen
+	}
+	fmt.Fprintf(&b, "%-10s %6d %6d\n", "footer", size-footerLen, footerLen)
+	return b.String(), nil
+}
+
+// formatSep prints an index separator, marking the synthetic trailer of a
+// shortened one.
+func formatSep(k base.InternalKey) string {
+	if k.Trailer == base.MakeTrailer(base.MaxSeqNum, base.KindMax) {
+		return base.FormatKey(k.UserKey) + "#MAX"
+	}
+	return k.String()
+}
+
+// checkCorruption fails t unless err is a corruption error naming file.
+func checkCorruption(t testing.TB, err error, file string) {
+	t.Helper()
+	var ce *base.CorruptionError
+	if !errors.Is(err, base.ErrCorruption) || !errors.As(err, &ce) || ce.File != file {
+		t.Fatalf("want a corruption error naming %s, got %v", file, err)
+	}
+}

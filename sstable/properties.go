@@ -1,0 +1,148 @@
+package sstable
+
+import (
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/shale-db/shale/internal/base"
+)
+
+// Properties describe a table; the Writer computes them and stores them in
+// the properties block (see the format description in writer.go).
+type Properties struct {
+	NumEntries   uint64 // entries, deletions included
+	NumDeletions uint64 // entries of kind KindDelete
+	NumUserKeys  uint64 // distinct user keys: the keys the filter holds
+	// Smallest and Largest are the first and last keys; zero when the table
+	// is empty.
+	Smallest, Largest       base.InternalKey
+	SmallestSeq, LargestSeq base.SeqNum
+	RawKeySize              uint64 // sum of the encoded internal key lengths
+	RawValueSize            uint64 // sum of the value lengths
+	DataSize                uint64 // bytes of the data blocks as stored, trailers included
+	IndexSize               uint64 // bytes of the index block, uncompressed
+	FilterSize              uint64 // bytes of the filter; 0 without one
+	NumDataBlocks           uint64
+	FilterPolicy            string // the filter policy's name; "" without one
+	FormatVersion           uint32
+}
+
+// FilterBitsPerKey is the filter's measured size per distinct user key:
+// FilterSize*8 / NumUserKeys (0 for an empty table or no filter).
+func (p *Properties) FilterBitsPerKey() float64 {
+	if p.NumUserKeys == 0 {
+		return 0
+	}
+	return float64(p.FilterSize) * 8 / float64(p.NumUserKeys)
+}
+
+// String lists the properties one per line, for people and tests.
+func (p *Properties) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "entries: %d (%d deletions, %d user keys)\n", p.NumEntries, p.NumDeletions, p.NumUserKeys)
+	if p.NumEntries > 0 {
+		fmt.Fprintf(&b, "keys: %s - %s\n", p.Smallest, p.Largest)
+		fmt.Fprintf(&b, "seqnums: %d - %d\n", p.SmallestSeq, p.LargestSeq)
+	}
+	fmt.Fprintf(&b, "raw sizes: keys %d, values %d\n", p.RawKeySize, p.RawValueSize)
+	fmt.Fprintf(&b, "data blocks: %d, %d bytes\n", p.NumDataBlocks, p.DataSize)
+	fmt.Fprintf(&b, "index: %d bytes\n", p.IndexSize)
+	if p.FilterPolicy != "" {
+		fmt.Fprintf(&b, "filter: %s, %d bytes, %.2f bits/key\n", p.FilterPolicy, p.FilterSize, p.FilterBitsPerKey())
+	} else {
+		b.WriteString("filter: none\n")
+	}
+	fmt.Fprintf(&b, "format version: %d\n", p.FormatVersion)
+	return b.String()
+}
+
+// numbers names p's numeric properties.
+func (p *Properties) numbers() map[string]*uint64 {
+	return map[string]*uint64{
+		"data-size":       &p.DataSize,
+		"filter-size":     &p.FilterSize,
+		"index-size":      &p.IndexSize,
+		"largest-seq":     (*uint64)(&p.LargestSeq),
+		"num-data-blocks": &p.NumDataBlocks,
+		"num-deletions":   &p.NumDeletions,
+		"num-entries":     &p.NumEntries,
+		"num-user-keys":   &p.NumUserKeys,
+		"raw-key-size":    &p.RawKeySize,
+		"raw-value-size":  &p.RawValueSize,
+		"smallest-seq":    (*uint64)(&p.SmallestSeq),
+	}
+}
+
+// encode returns the contents of the properties block.
+func (p *Properties) encode() []byte {
+	props := map[string][]byte{
+		"format-version": binary.AppendUvarint(nil, uint64(p.FormatVersion)),
+	}
+	for name, v := range p.numbers() {
+		props[name] = binary.AppendUvarint(nil, *v)
+	}
+	if p.FilterPolicy != "" {
+		props["filter-policy"] = []byte(p.FilterPolicy)
+	}
+	if p.NumEntries > 0 {
+		props["smallest"] = p.Smallest.Append(nil)
+		props["largest"] = p.Largest.Append(nil)
+	}
+	bw := blockWriter{restartInterval: 16}
+	for _, name := range slices.Sorted(maps.Keys(props)) {
+		bw.add([]byte(name), props[name])
+	}
+	return bw.finish()
+}
+
+// decodeProperties decodes a properties block read from offset off of file.
+func decodeProperties(file string, off int64, data []byte) (*Properties, error) {
+	var it blockIter
+	if err := it.init(file, off, data); err != nil {
+		return nil, err
+	}
+	p := &Properties{}
+	numbers := p.numbers()
+	for valid := it.First(); valid; valid = it.Next() {
+		name, v := string(it.key), it.val
+		var bad bool
+		switch name {
+		case "filter-policy":
+			p.FilterPolicy = string(v)
+		case "smallest", "largest":
+			k, ok := base.DecodeInternalKey(v)
+			bad = !ok
+			if name == "smallest" {
+				p.Smallest = k.Clone()
+			} else {
+				p.Largest = k.Clone()
+			}
+		case "format-version":
+			n, ok := uvarintExact(v)
+			bad = !ok || n > 1<<32-1
+			p.FormatVersion = uint32(n)
+		default:
+			if dst := numbers[name]; dst != nil {
+				var good bool
+				*dst, good = uvarintExact(v)
+				bad = !good
+			}
+		}
+		if bad {
+			return nil, base.CorruptionErrorf(file, off, "bad value %q for property %s", v, name)
+		}
+	}
+	if it.err != nil {
+		return nil, it.err
+	}
+	return p, nil
+}
+
+// uvarintExact decodes b, which must be exactly one uvarint.
+func uvarintExact(b []byte) (uint64, bool) {
+	v, n := binary.Uvarint(b)
+	return v, n > 0 && n == len(b)
+}

@@ -1,0 +1,320 @@
+package sstable
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/shale-db/shale/cache"
+	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/vfs"
+)
+
+// ReaderOptions configure a Reader.
+type ReaderOptions struct {
+	// FileNum is the table's file number, its key in Cache. Tables sharing a
+	// cache must have distinct file numbers.
+	FileNum uint64
+	// Cache holds data blocks across reads. nil: every data block is read
+	// from the file.
+	Cache *cache.Cache
+	// Filters are the filter policies the reader knows, matched by name. A
+	// table whose filter is of none of them is read without its filter.
+	Filters []base.FilterPolicy
+	// Stats, when not nil, is where the reader counts its work; several
+	// readers may share one.
+	Stats *Stats
+}
+
+// Stats count what readers do. The fields are updated atomically.
+type Stats struct {
+	// BlockReads counts blocks read from files, not served by the cache,
+	// including the metaindex, index, properties and filter blocks that
+	// Open reads.
+	BlockReads atomic.Int64
+	// CacheHits counts data blocks served by the cache.
+	CacheHits atomic.Int64
+	// FilterChecks counts Gets that consulted a table's filter.
+	FilterChecks atomic.Int64
+	// FilterSkips counts the FilterChecks answered "definitely not".
+	FilterSkips atomic.Int64
+	// FilterFalsePositives counts the FilterChecks answered "maybe" for a
+	// user key the table holds no entry for, at any seqnum.
+	FilterFalsePositives atomic.Int64
+}
+
+// GetTrace records what one Get did, for explaining a lookup.
+type GetTrace struct {
+	// FilterChecked is whether the table has a filter the reader knows, in
+	// which case Get consulted it; FilterMayContain is its answer.
+	FilterChecked    bool
+	FilterMayContain bool
+	// FalsePositive is whether the filter said "maybe" for a user key the
+	// table holds no entry for.
+	FalsePositive bool
+	// BlocksFromDisk and BlocksFromCache count the data blocks Get read
+	// from the file and from the cache.
+	BlocksFromDisk, BlocksFromCache int
+	// BlockOffsets are the offsets of those blocks, in the order visited.
+	BlockOffsets []uint64
+}
+
+// String describes the trace on one line, e.g.
+// "filter: maybe; blocks: 1 from disk, 0 from cache (offsets 4096)".
+func (t *GetTrace) String() string {
+	filter := "none"
+	switch {
+	case t.FalsePositive:
+		filter = "maybe (false positive)"
+	case t.FilterChecked && t.FilterMayContain:
+		filter = "maybe"
+	case t.FilterChecked:
+		filter = "definitely not"
+	}
+	s := fmt.Sprintf("filter: %s; blocks: %d from disk, %d from cache", filter, t.BlocksFromDisk, t.BlocksFromCache)
+	if len(t.BlockOffsets) > 0 {
+		s += fmt.Sprintf(" (offsets %s)", strings.Trim(fmt.Sprint(t.BlockOffsets), "[]"))
+	}
+	return s
+}
+
+// Reader reads one table. It holds the table's index and filter in memory
+// and reads data blocks through the cache. A Reader is safe for concurrent
+// use; its iterators are each for one goroutine.
+type Reader struct {
+	f     vfs.File
+	name  string
+	opts  ReaderOptions
+	stats *Stats // never nil: opts.Stats or a private one
+	// blocksEnd is where the footer starts; every block lies before it.
+	blocksEnd uint64
+
+	index       []byte // index block contents
+	indexOffset int64
+	filter      base.Filter // nil: no filter, or one of an unknown policy
+	filterSize  int
+	props       *Properties
+}
+
+// Open reads a table's footer, metaindex, index, properties and filter
+// (checking every checksum) and returns a Reader for it. fileName names the
+// file in errors. Once Open succeeds the Reader owns f and Close closes it;
+// after a failed Open, f is still the caller's to close. Corrupt bytes give
+// an error matching base.ErrCorruption.
+func Open(f vfs.File, fileName string, opts ReaderOptions) (*Reader, error) {
+	r := &Reader{f: f, name: fileName, opts: opts, stats: opts.Stats}
+	if r.stats == nil {
+		r.stats = &Stats{}
+	}
+	if err := r.open(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Reader) open() error {
+	size, err := r.f.Size()
+	if err != nil {
+		return fmt.Errorf("sstable: %s: %w", r.name, err)
+	}
+	if size < footerLen {
+		return base.CorruptionErrorf(r.name, 0, "file of %d bytes is too short for an sstable", size)
+	}
+	r.blocksEnd = uint64(size - footerLen)
+	buf := make([]byte, footerLen)
+	if err := r.readAt(buf, int64(r.blocksEnd)); err != nil {
+		return err
+	}
+	ft, err := decodeFooter(r.name, int64(r.blocksEnd), buf)
+	if err != nil {
+		return err
+	}
+
+	meta, err := r.readBlock(ft.metaindex)
+	if err != nil {
+		return err
+	}
+	var it blockIter
+	if err := it.init(r.name, int64(ft.metaindex.offset), meta); err != nil {
+		return err
+	}
+	var propsHandle, filterHandle *blockHandle
+	var filterPolicy base.FilterPolicy
+	for valid := it.First(); valid; valid = it.Next() {
+		h, n := decodeHandle(it.val)
+		if n == 0 || n != len(it.val) {
+			return base.CorruptionErrorf(r.name, int64(ft.metaindex.offset), "bad handle for %q in metaindex", it.key)
+		}
+		name := string(it.key)
+		if name == propertiesName {
+			propsHandle = &h
+		} else if policyName, ok := strings.CutPrefix(name, "filter."); ok {
+			for _, p := range r.opts.Filters {
+				if p.Name() == policyName {
+					filterHandle, filterPolicy = &h, p
+				}
+			}
+		}
+	}
+	if it.err != nil {
+		return it.err
+	}
+	if propsHandle == nil {
+		return base.CorruptionErrorf(r.name, int64(ft.metaindex.offset), "metaindex has no properties block")
+	}
+
+	data, err := r.readBlock(*propsHandle)
+	if err != nil {
+		return err
+	}
+	if r.props, err = decodeProperties(r.name, int64(propsHandle.offset), data); err != nil {
+		return err
+	}
+	if r.props.FormatVersion != FormatVersion {
+		return base.CorruptionErrorf(r.name, int64(propsHandle.offset), "properties say format version %d, footer %d", r.props.FormatVersion, FormatVersion)
+	}
+
+	if r.index, err = r.readBlock(ft.index); err != nil {
+		return err
+	}
+	r.indexOffset = int64(ft.index.offset)
+	if err := it.init(r.name, r.indexOffset, r.index); err != nil {
+		return err
+	}
+
+	if filterHandle != nil {
+		data, err := r.readBlock(*filterHandle)
+		if err != nil {
+			return err
+		}
+		if r.filter, err = filterPolicy.Decode(data); err != nil {
+			return base.CorruptionErrorf(r.name, int64(filterHandle.offset), "filter: %v", err)
+		}
+		r.filterSize = len(data)
+	}
+	return nil
+}
+
+// readAt reads exactly len(buf) bytes at off.
+func (r *Reader) readAt(buf []byte, off int64) error {
+	if _, err := r.f.ReadAt(buf, off); err != nil {
+		return fmt.Errorf("sstable: %s: reading %d bytes at offset %d: %w", r.name, len(buf), off, err)
+	}
+	return nil
+}
+
+// readBlock reads the block h names from the file, checks it and returns
+// its contents, decompressed. It counts one block read.
+func (r *Reader) readBlock(h blockHandle) ([]byte, error) {
+	if h.offset > r.blocksEnd || h.length > r.blocksEnd-h.offset || r.blocksEnd-h.offset-h.length < blockTrailerLen {
+		return nil, base.CorruptionErrorf(r.name, int64(min(h.offset, r.blocksEnd)),
+			"block handle (offset %d, length %d) runs past the blocks, which end at %d", h.offset, h.length, r.blocksEnd)
+	}
+	buf := make([]byte, h.length+blockTrailerLen)
+	if err := r.readAt(buf, int64(h.offset)); err != nil {
+		return nil, err
+	}
+	r.stats.BlockReads.Add(1)
+	return decodeBlock(r.name, int64(h.offset), buf)
+}
+
+// dataBlock returns the contents of the data block h names, from the cache
+// when it is there, and records the visit in trace (when not nil).
+func (r *Reader) dataBlock(h blockHandle, trace *GetTrace) ([]byte, error) {
+	b, ok := r.opts.Cache.Get(r.opts.FileNum, h.offset)
+	if ok {
+		r.stats.CacheHits.Add(1)
+	} else {
+		var err error
+		if b, err = r.readBlock(h); err != nil {
+			return nil, err
+		}
+		r.opts.Cache.Set(r.opts.FileNum, h.offset, b)
+	}
+	if trace != nil {
+		if ok {
+			trace.BlocksFromCache++
+		} else {
+			trace.BlocksFromDisk++
+		}
+		trace.BlockOffsets = append(trace.BlockOffsets, h.offset)
+	}
+	return b, nil
+}
+
+// Get returns the newest entry for ukey with seqnum <= seq. found reports
+// whether there is one; kind says whether it is a value or a deletion (whose
+// value is empty). The filter is consulted first and a "definitely not"
+// costs no I/O; otherwise the in-memory index names the data block holding
+// the newest version of ukey, and later blocks are read only when versions
+// newer than seq fill the rest of that block.
+//
+// value aliases a block that nobody modifies (a cached block, or one read for
+// this call alone); it stays valid, and the caller must not modify it.
+// trace, when not nil, records the lookup.
+func (r *Reader) Get(ukey []byte, seq base.SeqNum, trace *GetTrace) (value []byte, kind base.Kind, found bool, err error) {
+	if r.filter != nil {
+		r.stats.FilterChecks.Add(1)
+		may := r.filter.MayContain(base.FilterHash(ukey))
+		if trace != nil {
+			trace.FilterChecked, trace.FilterMayContain = true, may
+		}
+		if !may {
+			r.stats.FilterSkips.Add(1)
+			return nil, 0, false, nil
+		}
+	}
+	// The block the index names holds the newest version of ukey if the
+	// table holds any: when that block has no entry >= the search key, its
+	// separator is a shortened user key below every key of the next block
+	// (see the format), so ukey is absent and the next block is not read.
+	it := tableIter{r: r, trace: trace}
+	it.seekBlock(base.MakeSearchKey(ukey, base.MaxSeqNum))
+	held := false // the table holds some version of ukey
+	for ok := it.settle(); ok; ok = it.Next() {
+		if !bytes.Equal(it.key.UserKey, ukey) {
+			break
+		}
+		held = true
+		if it.key.Visible(seq) {
+			return it.Value(), it.key.Kind(), true, nil
+		}
+	}
+	if it.err != nil {
+		return nil, 0, false, it.err
+	}
+	if r.filter != nil && !held {
+		r.stats.FilterFalsePositives.Add(1)
+		if trace != nil {
+			trace.FalsePositive = true
+		}
+	}
+	return nil, 0, false, nil
+}
+
+// NewIter returns an iterator over the whole table.
+func (r *Reader) NewIter() base.InternalIterator { return r.NewIterBounds(nil, nil) }
+
+// NewIterBounds returns an iterator over the entries whose user keys are in
+// [lower, upper); a nil bound is no bound. The iterator does not read data
+// blocks that lie wholly past upper.
+func (r *Reader) NewIterBounds(lower, upper []byte) base.InternalIterator {
+	return &tableIter{r: r, lower: lower, upper: upper}
+}
+
+// Properties returns the table's properties. The caller must not modify
+// them.
+func (r *Reader) Properties() *Properties { return r.props }
+
+// FilterSize is the number of bytes of filter the reader holds in memory (0
+// when it uses no filter).
+func (r *Reader) FilterSize() int { return r.filterSize }
+
+// IndexSize is the number of bytes of index the reader holds in memory.
+func (r *Reader) IndexSize() int { return len(r.index) }
+
+// Close closes the file. It does not evict the table's blocks from the
+// cache: the table may be opened again (cache.EvictFile is for deleted
+// tables).
+func (r *Reader) Close() error { return r.f.Close() }

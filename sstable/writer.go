@@ -1,0 +1,425 @@
+// Package sstable reads and writes shale's sorted string tables: immutable
+// files of internal keys and values in key order, cut into checksummed,
+// optionally snappy-compressed blocks, with an index of the blocks and a
+// filter of the user keys that a reader keeps in memory.
+//
+// # File format (version 1)
+//
+// A table is a sequence of blocks followed by a fixed-size footer:
+//
+//	[data block 0] ... [data block N-1]
+//	[filter block]      only when written with a FilterPolicy
+//	[index block]
+//	[properties block]
+//	[metaindex block]
+//	[footer]            56 bytes
+//
+// Integers are little-endian; a uvarint is encoding/binary's unsigned
+// varint (1 to 10 bytes).
+//
+// Every block is stored as its contents followed by a 5-byte trailer:
+//
+//	contents   n bytes
+//	type       1 byte: 0 = stored raw, 1 = snappy-compressed contents
+//	checksum   4 bytes, uint32: the low 32 bits of xxhash64(contents || type)
+//
+// A block is compressed only when snappy makes it at least 12.5% smaller;
+// otherwise it is stored raw, which is also how filter blocks are stored
+// (their bits are random, so snappy cannot shrink them).
+//
+// A block handle locates a block: uvarint offset of its first byte in the
+// file, then uvarint n, the length of its stored contents (the trailer not
+// counted).
+//
+// Data, index, properties and metaindex blocks share one layout of key/value
+// entries with prefix-compressed keys. Uncompressed, a block is:
+//
+//	entry 0 ... entry k-1
+//	restart[0] ... restart[r-1]   uint32 each: offset in the block of a
+//	                              restart entry; restart[0] = 0
+//	r                             uint32, >= 1 (an empty block has r = 1)
+//
+// and each entry is:
+//
+//	shared     uvarint: length of the prefix this key shares with the
+//	           previous entry's key; 0 at a restart entry
+//	unshared   uvarint: length of the rest of the key
+//	value_len  uvarint
+//	key_delta  unshared bytes; key = previous key[:shared] + key_delta
+//	value      value_len bytes
+//
+// Every RestartInterval-th entry is a restart entry holding its full key, so
+// a reader binary-searches the restart array and then scans at most
+// RestartInterval entries. Keys strictly increase within a block.
+//
+// Data blocks hold the table's entries: the key is the encoded internal key
+// (user key, then the 8-byte trailer seqnum<<8 | kind), the value is the
+// value (empty for a deletion). A data block is cut as soon as its
+// uncompressed size reaches BlockSize.
+//
+// The index block has one entry per data block, with restart interval 1 (no
+// prefix compression, so a seek is a pure binary search). Its key is a
+// separator, an internal key >= every key of the block and < every key of
+// the next block; its value is the block's handle. Between two blocks whose
+// boundary keys have user keys a < b, the separator is the shortest user key
+// s with a < s < b built by incrementing one byte of a, when one exists,
+// with trailer (MaxSeqNum, KindMax) so that it sorts before every real entry
+// for s; otherwise it is the block's last key. After the last block the
+// separator is the shortest user key above the last user key (increment its
+// first byte that is not 0xff and drop what follows), or the last key when
+// there is none. Short separators keep the index, which readers hold in
+// memory, small.
+//
+// The filter block holds what the FilterPolicy's writer returned after it
+// was given base.FilterHash of each distinct user key in the table, once.
+//
+// The properties block maps names to values, sorted by name, restart
+// interval 16 (readers scan it whole): numbers are uvarints, keys are encoded internal keys, strings are
+// their bytes. The names and meanings are those of the Properties fields:
+//
+//	data-size         uvarint  Properties.DataSize
+//	filter-policy     bytes    Properties.FilterPolicy (absent: no filter)
+//	filter-size       uvarint  Properties.FilterSize
+//	format-version    uvarint  Properties.FormatVersion, = the footer's
+//	index-size        uvarint  Properties.IndexSize
+//	largest           ikey     Properties.Largest (absent when empty)
+//	largest-seq       uvarint  Properties.LargestSeq
+//	num-data-blocks   uvarint  Properties.NumDataBlocks
+//	num-deletions     uvarint  Properties.NumDeletions
+//	num-entries       uvarint  Properties.NumEntries
+//	num-user-keys     uvarint  Properties.NumUserKeys
+//	raw-key-size      uvarint  Properties.RawKeySize
+//	raw-value-size    uvarint  Properties.RawValueSize
+//	smallest          ikey     Properties.Smallest (absent when empty)
+//	smallest-seq      uvarint  Properties.SmallestSeq
+//
+// Readers ignore names they do not know, so properties can be added without
+// a new format version.
+//
+// The metaindex block maps names to block handles, restart interval 16:
+// "filter.<policy name>" (e.g. "filter.shale.bloom.v1") for the filter
+// block when there is one, and "properties".
+//
+// The footer, the last 56 bytes of the file:
+//
+//	bytes  0-39   metaindex handle, then index handle, then zero padding
+//	bytes 40-43   format version, uint32 = 1
+//	bytes 44-47   checksum, uint32: low 32 bits of xxhash64(bytes 0-43)
+//	bytes 48-55   magic, uint64 0x747373656c616873 (the bytes "shalesst")
+//
+// The footer's checksum (which LevelDB's footer lacks) makes a flipped bit in
+// a handle an error at open rather than a read of some other bytes.
+package sstable
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/golang/snappy"
+	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/vfs"
+)
+
+// Compression says how a Writer stores data, index and properties blocks.
+type Compression int
+
+const (
+	// SnappyCompression, the default, compresses each block with snappy and
+	// keeps the result when it saves at least 12.5%.
+	SnappyCompression Compression = iota
+	// NoCompression stores every block raw.
+	NoCompression
+)
+
+// WriterOptions configure a Writer. The zero value gives the defaults.
+type WriterOptions struct {
+	// BlockSize is the uncompressed size at which a data block is cut.
+	// 0: 4096.
+	BlockSize int
+	// RestartInterval is the number of entries between full keys in a data
+	// block. 0: 16.
+	RestartInterval int
+	// FilterPolicy builds the table's filter. nil: no filter.
+	FilterPolicy base.FilterPolicy
+	// Compression of blocks. The zero value is SnappyCompression.
+	Compression Compression
+}
+
+// Writer writes one table. Add entries in strictly increasing order, then
+// Close; or Abort to give up. A Writer is for one goroutine.
+type Writer struct {
+	f    vfs.File
+	w    *bufio.Writer
+	opts WriterOptions
+
+	offset  uint64 // bytes written so far
+	data    blockWriter
+	index   blockWriter
+	filter  base.FilterWriter
+	props   Properties
+	lastKey base.InternalKey // owned copy of the last key added
+	// pending is the handle of a flushed data block whose index entry waits
+	// for the next key, from which its separator is made.
+	pending    *blockHandle
+	keyBuf     []byte
+	sepBuf     []byte
+	compressed []byte
+	digest     *xxhash.Digest
+
+	err  error // the first write error; the table is lost
+	done bool  // Close or Abort was called
+}
+
+// errWriterDone is returned by calls after Close or Abort.
+var errWriterDone = errors.New("sstable: writer already closed")
+
+// NewWriter returns a Writer that writes a table to f, which it owns: Close
+// and Abort close it.
+func NewWriter(f vfs.File, opts WriterOptions) *Writer {
+	if opts.BlockSize <= 0 {
+		opts.BlockSize = 4096
+	}
+	opts.BlockSize = min(opts.BlockSize, maxBlockSize)
+	if opts.RestartInterval <= 0 {
+		opts.RestartInterval = 16
+	}
+	w := &Writer{
+		f:      f,
+		w:      bufio.NewWriterSize(f, 64<<10),
+		opts:   opts,
+		data:   blockWriter{restartInterval: opts.RestartInterval},
+		index:  blockWriter{restartInterval: 1},
+		digest: xxhash.New(),
+	}
+	w.props.FormatVersion = FormatVersion
+	if opts.FilterPolicy != nil {
+		w.filter = opts.FilterPolicy.NewWriter()
+		w.props.FilterPolicy = opts.FilterPolicy.Name()
+	}
+	return w
+}
+
+// Add appends an entry. key must sort after every key added before it (by
+// base.Compare) and have a valid kind; value is copied. An out-of-order key
+// is refused with an error and leaves the table as it was.
+func (w *Writer) Add(key base.InternalKey, value []byte) error {
+	switch {
+	case w.done:
+		return errWriterDone
+	case w.err != nil:
+		return w.err
+	case key.Kind() > base.KindMax:
+		return fmt.Errorf("sstable: key %s has an invalid kind", key)
+	case w.props.NumEntries > 0 && base.Compare(key, w.lastKey) <= 0:
+		return fmt.Errorf("sstable: key %s added after %s: keys must strictly increase", key, w.lastKey)
+	case key.EncodedLen()+len(value) > maxEntryLen:
+		return fmt.Errorf("sstable: entry of %d bytes is too large", key.EncodedLen()+len(value))
+	}
+	if w.pending != nil {
+		w.addIndexEntry(separator(w.sepBuf[:0], w.lastKey, key))
+	}
+	if w.props.NumEntries == 0 || !bytes.Equal(key.UserKey, w.lastKey.UserKey) {
+		w.props.NumUserKeys++
+		if w.filter != nil {
+			w.filter.AddHash(base.FilterHash(key.UserKey))
+		}
+	}
+	w.keyBuf = key.Append(w.keyBuf[:0])
+	w.data.add(w.keyBuf, value)
+
+	p := &w.props
+	if p.NumEntries == 0 {
+		p.Smallest = key.Clone()
+		p.SmallestSeq, p.LargestSeq = key.SeqNum(), key.SeqNum()
+	}
+	p.NumEntries++
+	if key.Kind() == base.KindDelete {
+		p.NumDeletions++
+	}
+	p.SmallestSeq = min(p.SmallestSeq, key.SeqNum())
+	p.LargestSeq = max(p.LargestSeq, key.SeqNum())
+	p.RawKeySize += uint64(key.EncodedLen())
+	p.RawValueSize += uint64(len(value))
+	w.lastKey.UserKey = append(w.lastKey.UserKey[:0], key.UserKey...)
+	w.lastKey.Trailer = key.Trailer
+
+	if w.data.estimatedSize() >= w.opts.BlockSize {
+		return w.flushData()
+	}
+	return nil
+}
+
+// EstimatedSize is roughly the size the file would have if closed now: the
+// bytes written plus the unwritten data block (uncompressed) and index.
+func (w *Writer) EstimatedSize() uint64 {
+	n := w.offset + uint64(w.index.estimatedSize())
+	if w.data.entries > 0 {
+		n += uint64(w.data.estimatedSize())
+	}
+	return n
+}
+
+// flushData writes the current data block; its index entry waits for the
+// next key.
+func (w *Writer) flushData() error {
+	h, err := w.writeBlock(w.data.finish(), w.opts.Compression)
+	w.data.reset()
+	if err != nil {
+		return err
+	}
+	w.pending = &h
+	w.props.NumDataBlocks++
+	return nil
+}
+
+func (w *Writer) addIndexEntry(sep []byte) {
+	w.sepBuf = sep
+	w.index.add(sep, w.pending.append(nil))
+	w.pending = nil
+}
+
+// writeBlock writes contents and its trailer, compressing as c says, and
+// returns the block's handle. A write error is kept in w.err.
+func (w *Writer) writeBlock(contents []byte, c Compression) (blockHandle, error) {
+	stored, typ := contents, byte(blockTypeRaw)
+	if c == SnappyCompression {
+		w.compressed = snappy.Encode(w.compressed[:cap(w.compressed)], contents)
+		if len(w.compressed) <= len(contents)-len(contents)/8 {
+			stored, typ = w.compressed, blockTypeSnappy
+		}
+	}
+	var trailer [blockTrailerLen]byte
+	trailer[0] = typ
+	w.digest.Reset()
+	w.digest.Write(stored)
+	w.digest.Write(trailer[:1])
+	sum := uint32(w.digest.Sum64())
+	trailer[1], trailer[2], trailer[3], trailer[4] = byte(sum), byte(sum>>8), byte(sum>>16), byte(sum>>24)
+
+	h := blockHandle{offset: w.offset, length: uint64(len(stored))}
+	if _, err := w.w.Write(stored); err != nil {
+		w.err = err
+		return h, err
+	}
+	if _, err := w.w.Write(trailer[:]); err != nil {
+		w.err = err
+		return h, err
+	}
+	w.offset += uint64(len(stored)) + blockTrailerLen
+	return h, nil
+}
+
+// Close writes the rest of the table (the last data block, filter, index,
+// properties, metaindex and footer), syncs and closes the file, and returns
+// the table's properties. The file is closed even when Close fails.
+func (w *Writer) Close() (*Properties, error) {
+	if w.done {
+		return nil, errWriterDone
+	}
+	w.done = true
+	err := w.err
+	if err == nil {
+		err = w.finish()
+	}
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	props := w.props
+	return &props, nil
+}
+
+func (w *Writer) finish() error {
+	if w.data.entries > 0 {
+		if err := w.flushData(); err != nil {
+			return err
+		}
+	}
+	if w.pending != nil {
+		w.addIndexEntry(successor(w.sepBuf[:0], w.lastKey))
+	}
+	if w.props.NumEntries > 0 {
+		w.props.Largest = w.lastKey.Clone()
+	}
+	w.props.DataSize = w.offset
+
+	meta := blockWriter{restartInterval: 16}
+	if w.filter != nil {
+		f := w.filter.Finish()
+		w.props.FilterSize = uint64(len(f))
+		h, err := w.writeBlock(f, NoCompression)
+		if err != nil {
+			return err
+		}
+		meta.add([]byte("filter."+w.props.FilterPolicy), h.append(nil))
+	}
+
+	index := w.index.finish()
+	w.props.IndexSize = uint64(len(index))
+	indexHandle, err := w.writeBlock(index, w.opts.Compression)
+	if err != nil {
+		return err
+	}
+	h, err := w.writeBlock(w.props.encode(), w.opts.Compression)
+	if err != nil {
+		return err
+	}
+	meta.add([]byte(propertiesName), h.append(nil))
+	metaHandle, err := w.writeBlock(meta.finish(), w.opts.Compression)
+	if err != nil {
+		return err
+	}
+	if _, err := w.w.Write(footer{metaindex: metaHandle, index: indexHandle}.encode()); err != nil {
+		return err
+	}
+	if err := w.w.Flush(); err != nil {
+		return err
+	}
+	return w.f.Sync()
+}
+
+// Abort gives up on the table: it closes the file without finishing it. The
+// caller removes the file. Abort after Close does nothing.
+func (w *Writer) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	w.f.Close()
+}
+
+const propertiesName = "properties"
+
+// separator appends to dst an encoded internal key k with a <= k < b, short
+// when the user keys allow it (see the format description).
+func separator(dst []byte, a, b base.InternalKey) []byte {
+	au, bu := a.UserKey, b.UserKey
+	n := 0
+	for n < len(au) && n < len(bu) && au[n] == bu[n] {
+		n++
+	}
+	if n < len(au) && n < len(bu) && au[n] < 0xff && au[n]+1 < bu[n] {
+		dst = append(dst, au[:n+1]...)
+		dst[len(dst)-1]++
+		return base.MakeSearchKey(nil, base.MaxSeqNum).Append(dst)
+	}
+	return a.Append(dst)
+}
+
+// successor appends to dst an encoded internal key k >= a with a short user
+// key, for the index entry of the last block.
+func successor(dst []byte, a base.InternalKey) []byte {
+	for i, c := range a.UserKey {
+		if c != 0xff {
+			dst = append(dst, a.UserKey[:i+1]...)
+			dst[len(dst)-1]++
+			return base.MakeSearchKey(nil, base.MaxSeqNum).Append(dst)
+		}
+	}
+	return a.Append(dst)
+}

@@ -1,0 +1,170 @@
+package sstable
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/vfs"
+)
+
+func TestWriterMisuse(t *testing.T) {
+	fs := vfs.NewMem()
+	f, _ := fs.Create("t.sst")
+	w := NewWriter(f, WriterOptions{})
+	k := base.MakeInternalKey([]byte("a"), 5, base.KindSet)
+	if err := w.Add(base.InternalKey{UserKey: []byte("a"), Trailer: base.MakeTrailer(5, 7)}, nil); err == nil {
+		t.Fatal("invalid kind accepted")
+	}
+	if err := w.Add(k, []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	// A refused key leaves the table as it was.
+	if err := w.Add(base.MakeInternalKey([]byte("a"), 6, base.KindSet), nil); err == nil {
+		t.Fatal("out-of-order key accepted")
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add(base.MakeInternalKey([]byte("b"), 1, base.KindSet), nil); !errors.Is(err, errWriterDone) {
+		t.Fatalf("Add after Close: %v", err)
+	}
+	if _, err := w.Close(); !errors.Is(err, errWriterDone) {
+		t.Fatalf("second Close: %v", err)
+	}
+	r := openTable(t, fs, "t.sst", ReaderOptions{})
+	defer r.Close()
+	if v, _, ok, err := r.Get([]byte("a"), base.MaxSeqNum, nil); err != nil || !ok || string(v) != "v" {
+		t.Fatalf("Get(a) = %q %v %v", v, ok, err)
+	}
+}
+
+// failFile fails every Write after the first n bytes.
+type failFile struct {
+	vfs.File
+	n int
+}
+
+var errDisk = errors.New("disk full")
+
+func (f *failFile) Write(p []byte) (int, error) {
+	if len(p) > f.n {
+		return 0, errDisk
+	}
+	f.n -= len(p)
+	return f.File.Write(p)
+}
+
+func TestWriterErrors(t *testing.T) {
+	fs := vfs.NewMem()
+	f, _ := fs.Create("t.sst")
+	// The writer buffers 64 KiB; a bigger table reaches the file early.
+	w := NewWriter(&failFile{File: f, n: 1000}, WriterOptions{Compression: NoCompression})
+	var err error
+	value := bytes.Repeat([]byte("x"), 1000)
+	for i := 0; err == nil && i < 1000; i++ {
+		err = w.Add(base.MakeInternalKey([]byte{byte(i >> 8), byte(i)}, 1, base.KindSet), value)
+	}
+	if !errors.Is(err, errDisk) {
+		t.Fatalf("Add: %v, want the write error", err)
+	}
+	if _, err := w.Close(); !errors.Is(err, errDisk) {
+		t.Fatalf("Close: %v, want the write error", err)
+	}
+	if err := f.Close(); err == nil {
+		t.Fatal("Close did not close the file")
+	}
+
+	f, _ = fs.Create("u.sst")
+	w = NewWriter(f, WriterOptions{})
+	w.Add(base.MakeInternalKey([]byte("a"), 1, base.KindSet), nil)
+	w.Abort()
+	w.Abort()
+	if err := f.Close(); err == nil {
+		t.Fatal("Abort did not close the file")
+	}
+}
+
+func TestEstimatedSize(t *testing.T) {
+	fs := vfs.NewMem()
+	f, _ := fs.Create("t.sst")
+	w := NewWriter(f, WriterOptions{Compression: NoCompression})
+	prev := w.EstimatedSize()
+	for i := range 2000 {
+		w.Add(base.MakeInternalKey([]byte{byte(i >> 8), byte(i)}, 1, base.KindSet), []byte("some value"))
+		if n := w.EstimatedSize(); n < prev {
+			t.Fatalf("EstimatedSize went down from %d to %d", prev, n)
+		} else {
+			prev = n
+		}
+	}
+	w.Close()
+	st, _ := fs.Stat("t.sst")
+	// The estimate leaves out the filter, properties, metaindex and footer.
+	if est, size := prev, uint64(st.Size()); est > size || size-est > 1024 {
+		t.Fatalf("EstimatedSize %d, file %d", est, size)
+	}
+}
+
+func TestSeparators(t *testing.T) {
+	ik := func(s string, seq base.SeqNum) base.InternalKey {
+		return base.MakeInternalKey([]byte(s), seq, base.KindSet)
+	}
+	for _, tc := range []struct {
+		a, b base.InternalKey
+		want string
+	}{
+		{ik("abc", 1), ik("abe", 1), "abd#MAX"},
+		{ik("abc", 1), ik("abd", 1), "abc#1,SET"},
+		{ik("abc", 1), ik("abcd", 1), "abc#1,SET"},
+		{ik("a\xff", 1), ik("b", 1), "\"a\\xff\"#1,SET"},
+		{ik("k", 9), ik("k", 8), "k#9,SET"},
+		{ik("", 1), ik("b", 1), `""#1,SET`},
+	} {
+		k, _ := base.DecodeInternalKey(separator(nil, tc.a, tc.b))
+		if got := formatSep(k); got != tc.want {
+			t.Errorf("separator(%s, %s) = %s, want %s", tc.a, tc.b, got, tc.want)
+		}
+		if base.Compare(tc.a, k) > 0 || base.Compare(k, tc.b) >= 0 {
+			t.Errorf("separator(%s, %s) = %s is out of order", tc.a, tc.b, k)
+		}
+	}
+	for _, tc := range []struct {
+		a    base.InternalKey
+		want string
+	}{
+		{ik("abc", 1), "b#MAX"},
+		{ik("\xff\xffa", 1), "\"\\xff\\xffb\"#MAX"},
+		{ik("\xff", 1), "\"\\xff\"#1,SET"},
+		{ik("", 1), `""#1,SET`},
+	} {
+		k, _ := base.DecodeInternalKey(successor(nil, tc.a))
+		if got := formatSep(k); got != tc.want || base.Compare(tc.a, k) > 0 {
+			t.Errorf("successor(%s) = %s, want %s", tc.a, got, tc.want)
+		}
+	}
+}
+
+// TestUnknownFilter opens a table whose filter policy the reader does not
+// know: it reads fine, without the filter.
+func TestUnknownFilter(t *testing.T) {
+	fs := vfs.NewMem()
+	entries := []kv{{base.MakeInternalKey([]byte("a"), 1, base.KindSet), []byte("x")}}
+	buildTable(t, fs, "t.sst", entries, WriterOptions{FilterPolicy: testBloom{bitsPerKey: 10}})
+	stats := &Stats{}
+	r := openTable(t, fs, "t.sst", ReaderOptions{Stats: stats})
+	defer r.Close()
+	var trace GetTrace
+	_, _, found, err := r.Get([]byte("b"), base.MaxSeqNum, &trace)
+	if err != nil || found || trace.FilterChecked || r.FilterSize() != 0 {
+		t.Fatalf("Get(b): found %v, err %v, trace %s, filter size %d", found, err, &trace, r.FilterSize())
+	}
+	// Open read the metaindex, properties and index, not the filter.
+	if got := stats.BlockReads.Load(); got != 4 {
+		t.Fatalf("%d block reads, want 3 at open and 1 for the Get", got)
+	}
+	if r.Properties().FilterPolicy != "test.bloom" {
+		t.Fatalf("properties name filter %q", r.Properties().FilterPolicy)
+	}
+}
