@@ -1,0 +1,43 @@
+package memtable
+
+import "unsafe"
+
+// Slab sizes, in bytes. A memtable's first slab of each kind is small, so an
+// empty or lightly used memtable (tests, a DB with a tiny MemTableSize) costs
+// little; each new slab doubles the last, up to maxSlabBytes, so a large
+// memtable makes one allocation per MiB rather than one per entry.
+const (
+	minSlabBytes = 4 << 10
+	maxSlabBytes = 1 << 20
+)
+
+// slab hands out consecutive runs of Ts from a shared backing array. The
+// memtable keeps one for key and value bytes, one for nodes and one for the
+// high links of tall nodes. Runs are never freed or reused: they live as
+// long as the memtable, which is what lets readers alias them without
+// copying.
+//
+// Only the writer calls alloc. A run is published to readers by the atomic
+// store that links its node into the list, so readers never see a run being
+// filled in.
+type slab[T any] struct {
+	buf []T // the current backing array; len is the part handed out
+}
+
+// alloc returns a zeroed run of n Ts whose capacity is n, so an append by the
+// caller can never reach into the next run. A request larger than a quarter
+// of the largest slab gets its own allocation: folding it into a slab could
+// waste most of the slab it abandons.
+func (s *slab[T]) alloc(n int) []T {
+	if n > cap(s.buf)-len(s.buf) {
+		elem := int(unsafe.Sizeof(*new(T)))
+		limit := maxSlabBytes / elem
+		if n > limit/4 {
+			return make([]T, n)
+		}
+		s.buf = make([]T, 0, min(max(2*cap(s.buf), minSlabBytes/elem, n), limit))
+	}
+	i := len(s.buf)
+	s.buf = s.buf[:i+n]
+	return s.buf[i : i+n : i+n]
+}
