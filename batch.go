@@ -1,0 +1,152 @@
+package shale
+
+// A Batch is the unit of atomic writes and the payload of one WAL record.
+//
+// Encoding (the bytes of a WAL record):
+//
+//	offset 0   uint64 little-endian: sequence number of the first entry
+//	offset 8   uint32 little-endian: number of entries
+//	offset 12  entries, each:
+//	             1 byte kind (0 delete, 1 set: base.Kind)
+//	             uvarint key length, key bytes
+//	             set only: uvarint value length, value bytes
+//
+// Entry i is written at sequence number first+i. The header is filled in at
+// commit time; until then it is zero.
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/shale-db/shale/internal/base"
+)
+
+const batchHeaderLen = 12
+
+// Batch collects writes to apply atomically with DB.Apply. A Batch is not
+// safe for concurrent use; it may be reused after Reset.
+type Batch struct {
+	data  []byte
+	count uint32
+}
+
+// NewBatch returns an empty batch. db may be nil; the batch is not tied to
+// the DB that made it.
+func (db *DB) NewBatch() *Batch { return &Batch{} }
+
+func (b *Batch) init() {
+	if len(b.data) == 0 {
+		b.data = make([]byte, batchHeaderLen, 64)
+	}
+}
+
+// Put records that key is set to value. Both are copied.
+func (b *Batch) Put(key, value []byte) {
+	b.init()
+	b.data = append(b.data, byte(base.KindSet))
+	b.data = binary.AppendUvarint(b.data, uint64(len(key)))
+	b.data = append(b.data, key...)
+	b.data = binary.AppendUvarint(b.data, uint64(len(value)))
+	b.data = append(b.data, value...)
+	b.count++
+}
+
+// Delete records that key is deleted. It is copied.
+func (b *Batch) Delete(key []byte) {
+	b.init()
+	b.data = append(b.data, byte(base.KindDelete))
+	b.data = binary.AppendUvarint(b.data, uint64(len(key)))
+	b.data = append(b.data, key...)
+	b.count++
+}
+
+// Count returns the number of writes in the batch.
+func (b *Batch) Count() int { return int(b.count) }
+
+// Len returns the size of the batch's encoding in bytes.
+func (b *Batch) Len() int { return max(len(b.data), batchHeaderLen) }
+
+// Reset empties the batch, keeping its buffer.
+func (b *Batch) Reset() {
+	b.data = b.data[:0]
+	b.count = 0
+}
+
+func (b *Batch) empty() bool { return b.count == 0 }
+
+// setSeqNum stamps the header with the first entry's sequence number.
+func (b *Batch) setSeqNum(seq base.SeqNum) {
+	binary.LittleEndian.PutUint64(b.data[0:], uint64(seq))
+	binary.LittleEndian.PutUint32(b.data[8:], b.count)
+}
+
+// batchEntry is one decoded write. Key and Value alias the batch bytes.
+type batchEntry struct {
+	Seq   base.SeqNum
+	Kind  base.Kind
+	Key   []byte
+	Value []byte
+}
+
+// decodeBatch checks a WAL record and calls fn for each entry in order.
+// file and offset locate the record in errors, which match ErrCorruption.
+// Nothing is passed to fn unless the whole record decodes: a batch is applied
+// entirely or not at all.
+func decodeBatch(data []byte, file string, offset int64, fn func(batchEntry) error) (first base.SeqNum, count int, err error) {
+	corrupt := func(format string, args ...any) error {
+		return base.CorruptionErrorf(file, offset, "batch: %s", fmt.Sprintf(format, args...))
+	}
+	if len(data) < batchHeaderLen {
+		return 0, 0, corrupt("record of %d bytes is shorter than a batch header", len(data))
+	}
+	first = base.SeqNum(binary.LittleEndian.Uint64(data))
+	n := binary.LittleEndian.Uint32(data[8:])
+	// Every entry takes at least 2 bytes, which bounds any allocation by
+	// the record's real size.
+	if uint64(n) > uint64(len(data)-batchHeaderLen)/2 {
+		return 0, 0, corrupt("count %d does not fit in %d bytes", n, len(data))
+	}
+	if first == 0 || uint64(first)+uint64(n) > uint64(base.MaxSeqNum) {
+		return 0, 0, corrupt("sequence number %d out of range", first)
+	}
+	entries := make([]batchEntry, 0, n)
+	rest := data[batchHeaderLen:]
+	readBytes := func(what string) ([]byte, error) {
+		l, k := binary.Uvarint(rest)
+		if k <= 0 || l > uint64(len(rest)-k) {
+			return nil, corrupt("entry %d: bad %s length", len(entries), what)
+		}
+		v := rest[k : k+int(l) : k+int(l)]
+		rest = rest[k+int(l):]
+		return v, nil
+	}
+	for i := uint32(0); i < n; i++ {
+		if len(rest) == 0 {
+			return 0, 0, corrupt("entry %d of %d missing", i, n)
+		}
+		e := batchEntry{Seq: first + base.SeqNum(i), Kind: base.Kind(rest[0])}
+		rest = rest[1:]
+		if e.Kind != base.KindSet && e.Kind != base.KindDelete {
+			return 0, 0, corrupt("entry %d: unknown kind %d", i, e.Kind)
+		}
+		var err error
+		if e.Key, err = readBytes("key"); err != nil {
+			return 0, 0, err
+		}
+		if e.Kind == base.KindSet {
+			if e.Value, err = readBytes("value"); err != nil {
+				return 0, 0, err
+			}
+		}
+		entries = append(entries, e)
+	}
+	if len(rest) != 0 {
+		return 0, 0, corrupt("%d bytes after the last entry", len(rest))
+	}
+	for _, e := range entries {
+		if err := fn(e); err != nil {
+			return 0, 0, err
+		}
+	}
+	return first, int(n), nil
+}

@@ -1,0 +1,154 @@
+package shale
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/shale-db/shale/vfs"
+)
+
+// Benchmarks of the DB as a whole. Compare runs with benchstat, e.g.
+//
+//	go test -run '^$' -bench 'Get|Put' -count 6 . > new.txt
+//	benchstat old.txt new.txt
+
+func benchKey(i int) []byte { return fmt.Appendf(nil, "key%010d", i) }
+
+// openBench opens a store in a temp dir on the OS file system.
+func openBench(b *testing.B, opts *Options) *DB {
+	b.Helper()
+	db, err := Open(b.TempDir(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	return db
+}
+
+// BenchmarkGet measures point lookups of present and absent keys, served
+// from the memtable or from 8 overlapping L0 tables, with and without
+// filters. The block cache is on, so table reads are mostly cache hits;
+// disk-reads/op shows the blocks that were not.
+func BenchmarkGet(b *testing.B) {
+	const n = 100_000
+	for _, where := range []string{"memtable", "sstables"} {
+		for _, bits := range []int{10, NoFilter} {
+			if where == "memtable" && bits == NoFilter {
+				continue
+			}
+			opts := &Options{BloomBitsPerKey: bits, NoSync: true, DisableAutomaticCompactions: true, MemTableSize: 64 << 20}
+			db := openBench(b, opts)
+			const files = 8
+			for f := 0; f < files; f++ {
+				batch := db.NewBatch()
+				for i := f; i < n; i += files {
+					batch.Put(benchKey(i*2), []byte("value-value-value-value"))
+				}
+				if err := db.Apply(batch); err != nil {
+					b.Fatal(err)
+				}
+				if where == "sstables" {
+					if err := db.Flush(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			filter := "bloom10"
+			if bits == NoFilter {
+				filter = "nofilter"
+			}
+			for _, present := range []bool{true, false} {
+				name := fmt.Sprintf("%s/%s/present=%v", where, filter, present)
+				b.Run(name, func(b *testing.B) {
+					rng := rand.New(rand.NewPCG(1, 2))
+					before := db.Metrics()
+					b.ReportAllocs()
+					for i := 0; b.Loop(); i++ {
+						k := rng.IntN(n) * 2
+						if !present {
+							k++
+						}
+						_, err := db.Get(benchKey(k))
+						if present != (err == nil) {
+							b.Fatalf("Get(%d): %v", k, err)
+						}
+					}
+					after := db.Metrics()
+					b.ReportMetric(float64(after.DiskReads-before.DiskReads)/float64(b.N), "disk-reads/op")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkPut measures write throughput with 1 and 8 concurrent writers,
+// synced and not. With sync, 8 writers share each fsync (group commit), so
+// their total throughput is several times one writer's.
+func BenchmarkPut(b *testing.B) {
+	value := make([]byte, 100)
+	for _, synced := range []bool{true, false} {
+		for _, writers := range []int{1, 8} {
+			b.Run(fmt.Sprintf("sync=%v/writers=%d", synced, writers), func(b *testing.B) {
+				db := openBench(b, &Options{NoSync: !synced})
+				var next atomic.Int64
+				b.SetBytes(int64(len(value) + 13))
+				b.ResetTimer()
+				var wg sync.WaitGroup
+				for w := 0; w < writers; w++ {
+					wg.Go(func() {
+						for {
+							i := next.Add(1)
+							if i > int64(b.N) {
+								return
+							}
+							if err := db.Put(benchKey(int(i)), value); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+			})
+		}
+	}
+}
+
+// BenchmarkRecovery measures Open on a store whose 64 MiB WAL must be
+// replayed (and written to an L0 table), on the in-memory FS so that the
+// figure is the engine's work, not the disk's.
+func BenchmarkRecovery(b *testing.B) {
+	fs := vfs.NewMem()
+	db, err := Open("db", &Options{FS: fs, MemTableSize: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	value := make([]byte, 1000)
+	for i := 0; db.Metrics().WALBytes < 64<<20; {
+		batch := db.NewBatch()
+		for j := 0; j < 100; j, i = j+1, i+1 {
+			batch.Put(benchKey(i), value)
+		}
+		if err := db.Apply(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	crashed := fs.CrashClone() // the WAL, not yet flushed
+	db.Close()
+	b.SetBytes(64 << 20)
+	for b.Loop() {
+		b.StopTimer()
+		clone := crashed.CrashClone()
+		b.StartTimer()
+		db, err := Open("db", &Options{FS: clone, MemTableSize: 1 << 30})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		db.Close()
+		b.StartTimer()
+	}
+}

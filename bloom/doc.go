@@ -1,0 +1,2 @@
+// Package bloom builds and probes Bloom filters.
+package bloom

@@ -1,0 +1,83 @@
+package bloom
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"testing"
+)
+
+// TestFilterMeetsRate: New(n, p) sizes for the blocked layout's own rate, so
+// the measured rate is within tolerance of an expected rate that is at most
+// p, not of the (lower) textbook rate.
+func TestFilterMeetsRate(t *testing.T) {
+	const n, probes = 100_000, 1_000_000
+	ks := keySets[0]
+	absent := ks.hashes(n, n+probes)
+	for _, p := range []float64{0.1, 0.01, 0.001} {
+		f := New(n, p)
+		added := ks.hashes(0, n)
+		for _, h := range added {
+			f.bits.add(h)
+		}
+		want := blockedRate(f.BitsPerKey(), f.K())
+		if want > p {
+			t.Fatalf("p=%v: expected rate %v at %.3f bits/key, k=%d", p, want, f.BitsPerKey(), f.K())
+		}
+		what := fmt.Sprintf("New(%d, %v): %.3f bits/key, k=%d", n, p, f.BitsPerKey(), f.K())
+		checkMeasuredRate(t, what, positiveRate(f.bits, absent), want, probes)
+		for i, h := range added {
+			if !f.bits.MayContain(h) {
+				t.Fatalf("p=%v: item %d is missing", p, i)
+			}
+		}
+	}
+}
+
+func TestFilterMarshal(t *testing.T) {
+	f := New(1000, 0.01)
+	for i := range 1000 {
+		f.Add(keySets[1].key(i))
+	}
+	data, err := f.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g Filter
+	if err := g.UnmarshalBinary(data); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := g.MarshalBinary()
+	if !bytes.Equal(data, again) || g.K() != f.K() || g.BitsPerKey() != f.BitsPerKey() {
+		t.Fatal("marshal, unmarshal, marshal changed the filter")
+	}
+	// The same bytes are a table filter: the policy decodes them.
+	tf, err := NewPolicy(10).Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		if !g.MayContain(keySets[1].key(i)) || !tf.MayContain(keySets[1].hashes(i, i+1)[0]) {
+			t.Fatalf("item %d is missing after unmarshalling", i)
+		}
+	}
+	// UnmarshalBinary copies: changing data afterwards changes nothing.
+	clear(data)
+	if !g.MayContain(keySets[1].key(0)) {
+		t.Fatal("Filter shares the bytes it was unmarshalled from")
+	}
+}
+
+func TestFilterSizing(t *testing.T) {
+	for _, c := range []struct {
+		n int
+		p float64
+	}{{0, 0.01}, {1, 0.5}, {1000, 0.01}, {1_000_000, 0.001}} {
+		f := New(c.n, c.p)
+		bpk, k := blockedSizing(c.p)
+		want := math.Ceil(float64(max(c.n, 1))*bpk/lineBits) * lineBits / float64(max(c.n, 1))
+		if f.BitsPerKey() != want || f.K() != k {
+			t.Errorf("New(%d, %v): %v bits/key, k=%d; want %v, %d", c.n, c.p, f.BitsPerKey(), f.K(), want, k)
+		}
+	}
+}

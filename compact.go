@@ -1,0 +1,371 @@
+package shale
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shale-db/shale/compaction"
+	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/manifest"
+	"github.com/shale-db/shale/memtable"
+	"github.com/shale-db/shale/sstable"
+)
+
+// scheduleFlush wakes the flush goroutine.
+func (db *DB) scheduleFlush() {
+	select {
+	case db.flushCh <- struct{}{}:
+	default:
+	}
+}
+
+// maybeScheduleCompaction wakes the compaction goroutine, which decides
+// whether there is anything to do.
+func (db *DB) maybeScheduleCompaction() {
+	if db.opts.DisableAutomaticCompactions {
+		return
+	}
+	select {
+	case db.compactCh <- struct{}{}:
+	default:
+	}
+}
+
+// flushLoop writes immutable memtables to L0, oldest first.
+func (db *DB) flushLoop() {
+	defer db.bgWG.Done()
+	for {
+		select {
+		case <-db.closing:
+			return
+		case <-db.flushCh:
+		}
+		for !isClosing(db.closing) {
+			db.mu.Lock()
+			if len(db.imm) == 0 || db.bgErr != nil {
+				db.mu.Unlock()
+				break
+			}
+			imm := db.imm[0]
+			next := db.mem.logNum
+			if len(db.imm) > 1 {
+				next = db.imm[1].logNum
+			}
+			db.mu.Unlock()
+			if err := db.flushMemTable(imm, next); err != nil {
+				db.setBackgroundError(fmt.Errorf("shale: flush: %w", err))
+				break
+			}
+		}
+	}
+}
+
+// flushMemTable writes imm as an L0 table, records it in the MANIFEST along
+// with the new log number, then drops imm and its WAL.
+func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
+	start := time.Now()
+	edit := &manifest.VersionEdit{LogNum: nextLogNum}
+	var added []*table
+	if !imm.Empty() {
+		t, err := db.writeL0(imm.MemTable)
+		if err != nil {
+			return err
+		}
+		added = append(added, t)
+		edit.Added = append(edit.Added, manifest.NewFile{Level: 0, Meta: t.meta})
+		db.stats.flushBytes.Add(int64(t.meta.Size))
+	}
+	if err := db.logAndApply(edit, added); err != nil {
+		return err
+	}
+	db.mu.Lock()
+	db.imm = db.imm[1:]
+	db.cond.Broadcast()
+	db.mu.Unlock()
+	if err := db.fs.Remove(db.fileName(fileTypeLog, imm.logNum)); err != nil {
+		db.logf("removing flushed WAL: %v", err)
+	}
+	db.stats.flushes.Add(1)
+	if len(added) > 0 {
+		db.logf("flushed memtable to L0 %s in %v", added[0].meta, time.Since(start))
+	}
+	db.maybeScheduleCompaction()
+	return nil
+}
+
+// writeL0 writes a memtable as one table. Versions no snapshot can see are
+// left out; tombstones stay (deeper levels may hold what they delete).
+func (db *DB) writeL0(mem *memtable.MemTable) (*table, error) {
+	it := compaction.NewIter(mem.NewIter(), db.snapshotSeqs(), func([]byte) bool { return false })
+	tables, err := db.writeTables(it, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(tables) != 1 {
+		return nil, fmt.Errorf("shale: flush of a non-empty memtable wrote %d tables", len(tables))
+	}
+	return tables[0], nil
+}
+
+// filterFor returns the filter policy for new tables at level.
+func (db *DB) filterFor(level int) base.FilterPolicy {
+	return db.opts.FilterPolicy.FilterForLevel(level)
+}
+
+func (db *DB) newFileNum() uint64 {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	n := db.nextFileNum
+	db.nextFileNum++
+	return n
+}
+
+// writeTables writes what it yields into tables for level, starting a new
+// table once one reaches targetSize (0: never), always between two user keys
+// so that the tables of a level never share a user key. The new tables are
+// open and not yet in any version. On error, the files written are removed.
+func (db *DB) writeTables(it *compaction.Iter, level int, targetSize int64) (out []*table, err error) {
+	var (
+		w        *sstable.Writer
+		meta     *manifest.FileMeta
+		prevUser []byte
+	)
+	defer func() {
+		if err == nil {
+			return
+		}
+		if w != nil {
+			w.Abort()
+			db.fs.Remove(db.fileName(fileTypeTable, meta.FileNum))
+		}
+		for _, t := range out {
+			t.reader.Close()
+			db.fs.Remove(db.fileName(fileTypeTable, t.meta.FileNum))
+		}
+		out = nil
+	}()
+	finish := func() error {
+		if _, err := w.Close(); err != nil {
+			w = nil
+			db.fs.Remove(db.fileName(fileTypeTable, meta.FileNum))
+			return err
+		}
+		w = nil
+		info, err := db.fs.Stat(db.fileName(fileTypeTable, meta.FileNum))
+		if err != nil {
+			return err
+		}
+		meta.Size = uint64(info.Size())
+		t, err := db.openTable(meta)
+		if err != nil {
+			return err
+		}
+		out = append(out, t)
+		return nil
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if w != nil && targetSize > 0 && int64(w.EstimatedSize()) >= targetSize && !bytes.Equal(k.UserKey, prevUser) {
+			if err := finish(); err != nil {
+				return out, err
+			}
+		}
+		if w == nil {
+			meta = &manifest.FileMeta{FileNum: db.newFileNum(), Smallest: k.Clone(), SmallestSeq: k.SeqNum(), LargestSeq: k.SeqNum()}
+			f, err := db.fs.Create(db.fileName(fileTypeTable, meta.FileNum))
+			if err != nil {
+				return out, err
+			}
+			w = sstable.NewWriter(f, sstable.WriterOptions{BlockSize: db.opts.BlockSize, FilterPolicy: db.filterFor(level)})
+		}
+		if err := w.Add(k, it.Value()); err != nil {
+			return out, err
+		}
+		meta.Largest = k.Clone()
+		meta.SmallestSeq = min(meta.SmallestSeq, k.SeqNum())
+		meta.LargestSeq = max(meta.LargestSeq, k.SeqNum())
+		prevUser = append(prevUser[:0], k.UserKey...)
+	}
+	if err := it.Error(); err != nil {
+		return out, err
+	}
+	if w != nil {
+		if err := finish(); err != nil {
+			return out, err
+		}
+	}
+	if !db.opts.NoSync && len(out) > 0 {
+		if err := db.fs.SyncDir(db.dir); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// compactLoop runs background compactions while the picker finds work.
+func (db *DB) compactLoop() {
+	defer db.bgWG.Done()
+	for {
+		select {
+		case <-db.closing:
+			return
+		case <-db.compactCh:
+		}
+		for !isClosing(db.closing) {
+			ran, err := db.compactOnce()
+			if err != nil {
+				db.setBackgroundError(fmt.Errorf("shale: compaction: %w", err))
+				break
+			}
+			if !ran {
+				break
+			}
+		}
+	}
+}
+
+// compactOnce runs the compaction the picker chooses, if any.
+func (db *DB) compactOnce() (bool, error) {
+	db.compactMu.Lock()
+	defer db.compactMu.Unlock()
+	db.mu.Lock()
+	if db.bgErr != nil {
+		db.mu.Unlock()
+		return false, nil
+	}
+	v := db.current
+	v.ref()
+	c := compaction.Pick(v.Version, db.opts.compactionOptions(), &db.pickCursor)
+	db.mu.Unlock()
+	defer v.unref()
+	if c == nil {
+		return false, nil
+	}
+	job := compactionJob{outputLevel: c.OutputLevel, reason: c.Reason, allowMove: true}
+	for i, files := range c.Inputs {
+		level := c.Level
+		if i == 1 {
+			level = c.OutputLevel
+		}
+		for _, f := range files {
+			job.inputs = append(job.inputs, levelFile{level, f})
+		}
+	}
+	return true, db.runCompaction(v, job)
+}
+
+type levelFile struct {
+	level int
+	meta  *manifest.FileMeta
+}
+
+// compactionJob is a compaction as the DB runs it: input files from any
+// levels, merged into new tables at outputLevel.
+type compactionJob struct {
+	inputs      []levelFile
+	outputLevel int
+	reason      string
+	// allowMove lets a lone input file move down without a rewrite. A
+	// manual compaction rewrites everything to drop what it can.
+	allowMove bool
+}
+
+// runCompaction merges the job's inputs (from version v) into new tables at
+// the output level and installs the result. A single input file with nothing
+// to merge against moves down without being rewritten.
+func (db *DB) runCompaction(v *version, job compactionJob) error {
+	start := time.Now()
+	edit := &manifest.VersionEdit{}
+	var bytesIn int64
+	for _, in := range job.inputs {
+		edit.Deleted = append(edit.Deleted, manifest.DeletedFile{Level: in.level, FileNum: in.meta.FileNum})
+		bytesIn += int64(in.meta.Size)
+	}
+	if job.allowMove && len(job.inputs) == 1 && job.inputs[0].level < job.outputLevel &&
+		len(v.Overlapping(job.outputLevel, job.inputs[0].meta.Smallest.UserKey, job.inputs[0].meta.Largest.UserKey)) == 0 {
+		in := job.inputs[0]
+		edit.Added = append(edit.Added, manifest.NewFile{Level: job.outputLevel, Meta: in.meta})
+		if err := db.logAndApply(edit, []*table{v.tables[in.meta.FileNum]}); err != nil {
+			return err
+		}
+		db.stats.trivialMoves.Add(1)
+		db.logf("moved %s from L%d to L%d (%s)", in.meta, in.level, job.outputLevel, job.reason)
+		return nil
+	}
+
+	iters := make([]base.InternalIterator, 0, len(job.inputs))
+	for _, in := range job.inputs {
+		iters = append(iters, v.tables[in.meta.FileNum].reader.NewIter())
+	}
+	merged := compaction.NewMergingIter(iters...)
+	elide := func(ukey []byte) bool { return compaction.IsBaseLevelForKey(v.Version, job.outputLevel, ukey) }
+	it := compaction.NewIter(merged, db.snapshotSeqs(), elide)
+	out, err := db.writeTables(it, job.outputLevel, db.opts.TargetFileSize)
+	if cerr := merged.Close(); err == nil && cerr != nil {
+		for _, t := range out {
+			t.reader.Close()
+			db.fs.Remove(db.fileName(fileTypeTable, t.meta.FileNum))
+		}
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	var bytesOut int64
+	for _, t := range out {
+		edit.Added = append(edit.Added, manifest.NewFile{Level: job.outputLevel, Meta: t.meta})
+		bytesOut += int64(t.meta.Size)
+	}
+	if err := db.logAndApply(edit, out); err != nil {
+		return err
+	}
+	db.stats.compactions.Add(1)
+	db.stats.compactionBytesIn.Add(bytesIn)
+	db.stats.compactionBytesOut.Add(bytesOut)
+	db.logf("compacted %d files (%d bytes) into %d L%d files (%d bytes) in %v: %s",
+		len(job.inputs), bytesIn, len(out), job.outputLevel, bytesOut, time.Since(start), job.reason)
+	return nil
+}
+
+// Compact flushes the memtable, then merges every table of every level into
+// the bottom level, dropping overwritten versions and tombstones that no
+// snapshot needs. When it returns, all live data is in the bottom level.
+func (db *DB) Compact() error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	if err := db.flush(); err != nil {
+		return err
+	}
+	db.compactMu.Lock()
+	defer db.compactMu.Unlock()
+	db.mu.Lock()
+	if err := db.bgErr; err != nil {
+		db.mu.Unlock()
+		return err
+	}
+	v := db.current
+	v.ref()
+	db.mu.Unlock()
+	defer v.unref()
+
+	job := compactionJob{outputLevel: manifest.NumLevels - 1, reason: "manual compaction"}
+	for level, files := range v.Levels {
+		for _, f := range files {
+			job.inputs = append(job.inputs, levelFile{level, f})
+		}
+	}
+	if len(job.inputs) == 0 {
+		return nil
+	}
+	if err := db.runCompaction(v, job); err != nil {
+		if !errors.Is(err, ErrClosed) {
+			err = db.setBackgroundError(fmt.Errorf("shale: compaction: %w", err))
+		}
+		return err
+	}
+	return nil
+}

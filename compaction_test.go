@@ -1,0 +1,228 @@
+package shale
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shale-db/shale/vfs"
+)
+
+// smallTreeOptions shrink every size so a few MiB of writes make a tree of
+// several levels.
+func smallTreeOptions(fs vfs.FS) *Options {
+	return &Options{
+		FS:             fs,
+		MemTableSize:   64 << 10,
+		BlockSize:      1 << 10,
+		LBaseMaxBytes:  256 << 10,
+		TargetFileSize: 64 << 10,
+		NoSync:         true,
+	}
+}
+
+// TestCompactionShape: under sustained random writes with a 64 KiB
+// memtable, background compaction keeps L0 bounded, spreads data over
+// several levels, and every key reads back.
+func TestCompactionShape(t *testing.T) {
+	db := mustOpen(t, "db", smallTreeOptions(vfs.NewMem()))
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(1, 1))
+	model := map[string][]byte{}
+	maxL0 := 0
+	value := make([]byte, 100)
+	for i := 0; i < 40_000; i++ {
+		k := fmt.Appendf(nil, "key%08d", rng.IntN(1_000_000))
+		v := fmt.Appendf(value[:0], "%d-%090d", i, i)
+		if err := db.Put(k, v); err != nil {
+			t.Fatal(err)
+		}
+		model[string(k)] = append([]byte(nil), v...)
+		if i%500 == 0 {
+			maxL0 = max(maxL0, db.Metrics().Levels[0].Files)
+		}
+	}
+	m := db.Metrics()
+	if maxL0 > db.opts.L0StopWritesThreshold {
+		t.Fatalf("L0 reached %d files, above the stop threshold %d", maxL0, db.opts.L0StopWritesThreshold)
+	}
+	levels := 0
+	for _, l := range m.Levels[1:] {
+		if l.Files > 0 {
+			levels++
+		}
+	}
+	if levels < 2 || m.Compactions == 0 {
+		t.Fatalf("want data in at least 2 levels below L0 after compactions:\n%s", m)
+	}
+	for k, v := range model {
+		got, err := db.Get([]byte(k))
+		if err != nil || string(got) != string(v) {
+			t.Fatalf("Get(%s) = %q, %v; want %q", k, got, err, v)
+		}
+	}
+	t.Logf("max L0 files %d\n%s", maxL0, m)
+}
+
+// TestCompactReclaimsSpace: after every key is overwritten several times
+// and half are deleted, Compact leaves tables about the size of the live
+// data, all in the bottom level.
+func TestCompactReclaimsSpace(t *testing.T) {
+	db := mustOpen(t, "db", smallTreeOptions(vfs.NewMem()))
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(2, 2))
+	const keys, valueSize = 5000, 200
+	value := make([]byte, valueSize)
+	for round := 0; round < 4; round++ {
+		for i := 0; i < keys; i++ {
+			for j := range value {
+				value[j] = byte(rng.Uint32()) // incompressible
+			}
+			if err := db.Put(fmt.Appendf(nil, "key%06d", i), value); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := 0; i < keys; i += 2 {
+		if err := db.Delete(fmt.Appendf(nil, "key%06d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	m := db.Metrics()
+	live := int64(keys / 2 * (len("key000000") + valueSize))
+	var total int64
+	for level, l := range m.Levels {
+		total += l.Bytes
+		if level < len(m.Levels)-1 && l.Files > 0 {
+			t.Fatalf("L%d still has %d files after Compact:\n%s", level, l.Files, m)
+		}
+	}
+	if float64(total) > 1.15*float64(live) {
+		t.Fatalf("after Compact tables hold %d bytes for %d bytes of live data (%.2fx)\n%s", total, live, float64(total)/float64(live), m)
+	}
+	t.Logf("live data %d bytes, tables %d bytes (%.3fx)", live, total, float64(total)/float64(live))
+	for i := 0; i < keys; i++ {
+		_, err := db.Get(fmt.Appendf(nil, "key%06d", i))
+		if deleted := i%2 == 0; deleted != errors.Is(err, ErrNotFound) {
+			t.Fatalf("key%06d: deleted=%v, Get: %v", i, deleted, err)
+		}
+	}
+}
+
+// TestCompactionConcurrentReads: reads, iterators and snapshots stay
+// correct while background compactions replace the files under them.
+func TestCompactionConcurrentReads(t *testing.T) {
+	db := mustOpen(t, "db", smallTreeOptions(vfs.NewMem()))
+	defer db.Close()
+	const keys = 2000
+	// Every key always holds "<key>:<generation>"; writers raise the
+	// generation, so a reader can check each value it sees belongs to its
+	// key, and a snapshot's values never change.
+	for i := 0; i < keys; i++ {
+		db.Put(fmt.Appendf(nil, "k%05d", i), fmt.Appendf(nil, "k%05d:0", i))
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errc := make(chan error, 8)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		value := make([]byte, 300)
+		for gen := 1; !stop.Load(); gen++ {
+			for i := 0; i < keys && !stop.Load(); i += 7 {
+				v := append(fmt.Appendf(nil, "k%05d:%d:", i, gen), value...)
+				if err := db.Put(fmt.Appendf(nil, "k%05d", i), v); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}
+	}()
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				snap := db.NewSnapshot()
+				first := map[string]string{}
+				it := snap.NewIter(nil)
+				n := 0
+				for ok := it.First(); ok; ok = it.Next() {
+					if string(it.Value()[:6]) != string(it.Key()) {
+						errc <- fmt.Errorf("key %s has value %.20s", it.Key(), it.Value())
+					}
+					if n%97 == 0 {
+						first[string(it.Key())] = string(it.Value())
+					}
+					n++
+				}
+				if err := it.Close(); err != nil {
+					errc <- err
+				}
+				if n != keys {
+					errc <- fmt.Errorf("snapshot iterator saw %d keys, want %d", n, keys)
+				}
+				for k, v := range first {
+					got, err := snap.Get([]byte(k))
+					if err != nil || string(got) != v {
+						errc <- fmt.Errorf("snapshot Get(%s) changed: %.20q, %v", k, got, err)
+					}
+				}
+				snap.Close()
+			}
+		}()
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) && db.Metrics().Compactions < 10 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	if m := db.Metrics(); m.Compactions == 0 {
+		t.Fatalf("no compaction ran during the test:\n%s", m)
+	}
+}
+
+// BenchmarkLoad loads 1M random keys with 100-byte values, compactions
+// running, and reports throughput, write amplification and the most L0
+// files seen. -benchtime=1x runs it once.
+func BenchmarkLoad(b *testing.B) {
+	const n = 1_000_000
+	for b.Loop() {
+		db := openBench(b, &Options{NoSync: true})
+		rng := rand.New(rand.NewPCG(3, 3))
+		value := make([]byte, 100)
+		maxL0 := 0
+		start := time.Now()
+		batch := db.NewBatch()
+		for i := 0; i < n; i++ {
+			batch.Put(fmt.Appendf(nil, "%016x", rng.Uint64()), value)
+			if batch.Count() == 100 {
+				if err := db.Apply(batch); err != nil {
+					b.Fatal(err)
+				}
+				batch.Reset()
+			}
+			if i%10000 == 0 {
+				maxL0 = max(maxL0, db.Metrics().Levels[0].Files)
+			}
+		}
+		elapsed := time.Since(start)
+		m := db.Metrics()
+		b.ReportMetric(float64(n)/elapsed.Seconds(), "keys/s")
+		b.ReportMetric(m.WriteAmp, "write-amp")
+		b.ReportMetric(float64(maxL0), "max-L0-files")
+		b.Logf("\n%s", m)
+	}
+}

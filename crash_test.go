@@ -1,0 +1,149 @@
+package shale
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var crashRounds = flag.Int("crash.rounds", 4, "rounds of kill -9 and recover in TestCrash")
+
+// TestCrash re-runs the test binary as a child that writes single puts and
+// batches to a store and prints each write once Apply has returned. The
+// parent kills the child with SIGKILL at a random moment, reopens the store,
+// and checks that every acknowledged write is there and that every batch the
+// child began is there entirely or not at all.
+func TestCrash(t *testing.T) {
+	if dir := os.Getenv("SHALE_CRASH_CHILD"); dir != "" {
+		crashChild(dir, os.Getenv("SHALE_CRASH_ROUND"))
+		return
+	}
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	for round := 0; round < *crashRounds; round++ {
+		acked, begun := runCrashChild(t, dir, round, time.Duration(50+rng.IntN(400))*time.Millisecond)
+		db, err := Open(dir, &Options{MemTableSize: 32 << 10})
+		if err != nil {
+			t.Fatalf("round %d: reopen after kill: %v", round, err)
+		}
+		for k, v := range acked {
+			got, err := db.Get([]byte(k))
+			if err != nil || string(got) != v {
+				t.Fatalf("round %d: acknowledged write %s=%s lost: got %q, %v", round, k, v, got, err)
+			}
+		}
+		for id, keys := range begun {
+			present := 0
+			for _, k := range keys {
+				if _, err := db.Get([]byte(k)); err == nil {
+					present++
+				}
+			}
+			if present != 0 && present != len(keys) {
+				t.Fatalf("round %d: batch %s partly applied: %d of %d keys", round, id, present, len(keys))
+			}
+		}
+		t.Logf("round %d: %d acknowledged writes, %d batches begun, all intact", round, len(acked), len(begun))
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runCrashChild runs the child for about d, kills it, and returns the
+// acknowledged key/values and the keys of every batch it began.
+func runCrashChild(t *testing.T, dir string, round int, d time.Duration) (map[string]string, map[string][]string) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrash$")
+	cmd.Env = append(os.Environ(), "SHALE_CRASH_CHILD="+dir, "SHALE_CRASH_ROUND="+strconv.Itoa(round))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	acked := map[string]string{}
+	begun := map[string][]string{}
+	lines := make(chan string)
+	go func() {
+		r := bufio.NewReader(out)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				break // a line cut by the kill is not an acknowledgement
+			}
+			lines <- strings.TrimSuffix(line, "\n")
+		}
+		close(lines)
+	}()
+	timer := time.AfterFunc(d, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	ready := false
+	for line := range lines {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 1 && f[0] == "ready":
+			ready = true
+		case len(f) == 3 && f[0] == "put":
+			acked[f[1]] = f[2]
+		case len(f) >= 2 && f[0] == "begin":
+			begun[f[1]] = f[2:]
+		case len(f) == 2 && f[0] == "commit":
+			for _, k := range begun[f[1]] {
+				acked[k] = f[1]
+			}
+		}
+	}
+	cmd.Wait()
+	if !ready {
+		t.Fatalf("round %d: the child did not open the store", round)
+	}
+	return acked, begun
+}
+
+// crashChild writes until it is killed. Keys are unique per write, so an
+// acknowledged value can never be legitimately overwritten.
+func crashChild(dir, round string) {
+	db, err := Open(dir, &Options{MemTableSize: 32 << 10, L0CompactionThreshold: 2, LBaseMaxBytes: 256 << 10})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child open:", err)
+		os.Exit(2)
+	}
+	fmt.Println("ready")
+	val := strings.Repeat("v", 100)
+	for i := 0; ; i++ {
+		if i%3 == 0 {
+			id := fmt.Sprintf("r%s-b%d", round, i)
+			b := db.NewBatch()
+			keys := []string{id + "-0", id + "-1", id + "-2", id + "-3"}
+			for _, k := range keys {
+				b.Put([]byte(k), []byte(id))
+			}
+			fmt.Println("begin", id, strings.Join(keys, " "))
+			if err := db.Apply(b); err != nil {
+				fmt.Fprintln(os.Stderr, "child apply:", err)
+				os.Exit(2)
+			}
+			fmt.Println("commit", id)
+			continue
+		}
+		k := fmt.Sprintf("r%s-p%d", round, i)
+		v := fmt.Sprintf("%s-%d", val[:i%100], i)
+		if err := db.Put([]byte(k), []byte(v)); err != nil {
+			fmt.Fprintln(os.Stderr, "child put:", err)
+			os.Exit(2)
+		}
+		fmt.Println("put", k, v)
+	}
+}

@@ -1,0 +1,430 @@
+package shale
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/vfs"
+)
+
+// ddState is one datadriven test file's store: an in-memory FS so that
+// "crash" can keep exactly what was synced.
+type ddState struct {
+	t         *testing.T
+	fs        *vfs.MemFS
+	db        *DB
+	opts      Options
+	snapshots map[string]*Snapshot
+	// loaded is the last "load": its key count and prefix, so "gets" can
+	// generate lookups of keys that are there and keys that are not.
+	loaded       int
+	loadedPrefix string
+}
+
+// TestDataDriven runs the cases in testdata/. Commands:
+//
+//	open [bloom=N|none] [memtable=BYTES] [cache=BYTES|off] [compactions=off] [block=BYTES]
+//	     [l0-threshold=N] [lbase=BYTES] [target-file-size=BYTES]
+//	put KEY VALUE | del KEY | get KEY [snapshot=NAME]
+//	batch            (input: "put K V" / "del K" lines, applied atomically)
+//	load n=N files=F [prefix=P] [value=V]
+//	                 (keys P%06d for i < N, striped over F flushed L0 files:
+//	                  file j holds the keys with i%F == j, so every file
+//	                  spans the whole key range)
+//	gets [present=N] [absent=N]
+//	                 (input: one key per line, and/or N generated keys that
+//	                  are, or are not, in the last load; prints each result
+//	                  when there are few, then the disk reads and filter
+//	                  counts the lookups cost)
+//	explain KEY      (the traced lookup)
+//	iter [lower=K] [upper=K] [snapshot=NAME]
+//	                 (input: first, last, seek-ge K, seek-lt K, next, prev,
+//	                  scan; and put K V, flush, compact on the DB while the
+//	                  iterator is open)
+//	snapshot NAME | close-snapshot NAME
+//	flush | compact | lsm | reopen | crash
+//	settle           (run the picker's compactions in the foreground until
+//	                  it picks none)
+func TestDataDriven(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		s := &ddState{t: t, snapshots: map[string]*Snapshot{}}
+		defer func() {
+			if s.db != nil {
+				s.db.Close()
+			}
+		}()
+		datadriven.RunTest(t, path, s.run)
+	})
+}
+
+func (s *ddState) run(t *testing.T, d *datadriven.TestData) string {
+	out, err := s.exec(d)
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	return out
+}
+
+func (s *ddState) exec(d *datadriven.TestData) (string, error) {
+	arg := func(i int) string {
+		if i < len(d.CmdArgs) {
+			return unquote(d.CmdArgs[i].Key)
+		}
+		s.t.Fatalf("%s: %s needs %d arguments", d.Pos, d.Cmd, i+1)
+		return ""
+	}
+	switch d.Cmd {
+	case "open":
+		if s.db != nil {
+			s.db.Close()
+		}
+		s.fs = vfs.NewMem()
+		s.opts = Options{FS: s.fs, BlockCacheSize: -1}
+		for _, a := range d.CmdArgs {
+			v := a.Vals[0]
+			switch a.Key {
+			case "bloom":
+				if v == "none" {
+					s.opts.BloomBitsPerKey = NoFilter
+				} else {
+					s.opts.BloomBitsPerKey = atoi(s.t, v)
+				}
+			case "memtable":
+				s.opts.MemTableSize = atoi(s.t, v)
+			case "block":
+				s.opts.BlockSize = atoi(s.t, v)
+			case "cache":
+				if v != "off" {
+					s.opts.BlockCacheSize = atoi(s.t, v)
+				}
+			case "compactions":
+				s.opts.DisableAutomaticCompactions = v == "off"
+			case "l0-threshold":
+				s.opts.L0CompactionThreshold = atoi(s.t, v)
+			case "lbase":
+				s.opts.LBaseMaxBytes = int64(atoi(s.t, v))
+			case "target-file-size":
+				s.opts.TargetFileSize = int64(atoi(s.t, v))
+			default:
+				s.t.Fatalf("%s: unknown open option %s", d.Pos, a.Key)
+			}
+		}
+		return s.open()
+	case "reopen":
+		if err := s.db.Close(); err != nil {
+			return "", err
+		}
+		return s.open()
+	case "crash":
+		// What a power loss leaves: only synced bytes of synced names.
+		// The old DB keeps running on the old FS until we close it.
+		crashed := s.fs.CrashClone()
+		s.db.Close()
+		s.fs = crashed
+		s.opts.FS = crashed
+		return s.open()
+	case "put":
+		return "", s.db.Put([]byte(arg(0)), []byte(arg(1)))
+	case "del":
+		return "", s.db.Delete([]byte(arg(0)))
+	case "batch":
+		b := s.db.NewBatch()
+		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+			f := splitQuoted(s.t, line)
+			switch {
+			case len(f) == 3 && f[0] == "put":
+				b.Put([]byte(unquote(f[1])), []byte(unquote(f[2])))
+			case len(f) == 2 && f[0] == "del":
+				b.Delete([]byte(unquote(f[1])))
+			default:
+				s.t.Fatalf("%s: bad batch line %q", d.Pos, line)
+			}
+		}
+		return "", s.db.Apply(b)
+	case "get":
+		db := s.getter(d)
+		v, err := db(([]byte(arg(0))))
+		if errors.Is(err, ErrNotFound) {
+			return "not found\n", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		return base.FormatKey(v) + "\n", nil
+	case "load":
+		var n, files int
+		prefix, value := "key", "v"
+		d.ScanArgs(s.t, "n", &n)
+		d.ScanArgs(s.t, "files", &files)
+		if d.HasArg("prefix") {
+			d.ScanArgs(s.t, "prefix", &prefix)
+		}
+		if d.HasArg("value") {
+			d.ScanArgs(s.t, "value", &value)
+		}
+		for j := 0; j < files; j++ {
+			b := s.db.NewBatch()
+			for i := j; i < n; i += files {
+				b.Put(fmt.Appendf(nil, "%s%06d", prefix, i), []byte(value))
+			}
+			if err := s.db.Apply(b); err != nil {
+				return "", err
+			}
+			if err := s.db.Flush(); err != nil {
+				return "", err
+			}
+		}
+		s.loaded, s.loadedPrefix = n, prefix
+		return s.lsm(), nil
+	case "gets":
+		var b strings.Builder
+		before := s.db.Metrics()
+		found := 0
+		keys := strings.Fields(d.Input)
+		// present=N / absent=N: N keys spread evenly over the loaded
+		// ones; an absent key is a loaded key plus "x", so it falls
+		// inside every file's key range and only a filter can rule
+		// the file out.
+		for _, kind := range []string{"present", "absent"} {
+			if d.HasArg(kind) {
+				var n int
+				d.ScanArgs(s.t, kind, &n)
+				for i := 0; i < n; i++ {
+					k := fmt.Sprintf("%s%06d", s.loadedPrefix, i*s.loaded/n)
+					if kind == "absent" {
+						k += "x"
+					}
+					keys = append(keys, k)
+				}
+			}
+		}
+		for _, k := range keys {
+			v, err := s.db.Get([]byte(unquote(k)))
+			switch {
+			case errors.Is(err, ErrNotFound):
+				if len(keys) <= 10 {
+					fmt.Fprintf(&b, "%s: not found\n", k)
+				}
+			case err != nil:
+				return "", err
+			default:
+				found++
+				if len(keys) <= 10 {
+					fmt.Fprintf(&b, "%s: %s\n", k, base.FormatKey(v))
+				}
+			}
+		}
+		after := s.db.Metrics()
+		fmt.Fprintf(&b, "%d lookups, %d found\n", len(keys), found)
+		fmt.Fprintf(&b, "disk reads: %d (%.2f per lookup)\n", after.DiskReads-before.DiskReads,
+			float64(after.DiskReads-before.DiskReads)/float64(len(keys)))
+		fmt.Fprintf(&b, "filter checks: %d, skips: %d, false positives: %d\n",
+			after.FilterChecks-before.FilterChecks, after.FilterSkips-before.FilterSkips,
+			after.FilterFalsePositives-before.FilterFalsePositives)
+		return b.String(), nil
+	case "explain":
+		tr, err := s.db.TraceGet([]byte(arg(0)))
+		if err != nil {
+			return "", err
+		}
+		return tr.String(), nil
+	case "iter":
+		return s.iter(d)
+	case "snapshot":
+		s.snapshots[arg(0)] = s.db.NewSnapshot()
+		return "", nil
+	case "close-snapshot":
+		err := s.snapshots[arg(0)].Close()
+		delete(s.snapshots, arg(0))
+		return "", err
+	case "flush":
+		return "", s.db.Flush()
+	case "compact":
+		if err := s.db.Compact(); err != nil {
+			return "", err
+		}
+		return s.lsm(), nil
+	case "lsm":
+		return s.lsm(), nil
+	case "settle":
+		// Run the compactions the picker wants, in the foreground, until
+		// it wants none: a deterministic stand-in for the background.
+		for {
+			ran, err := s.db.compactOnce()
+			if err != nil {
+				return "", err
+			}
+			if !ran {
+				return s.lsm(), nil
+			}
+		}
+	}
+	s.t.Fatalf("%s: unknown command %s", d.Pos, d.Cmd)
+	return "", nil
+}
+
+func (s *ddState) open() (string, error) {
+	db, err := Open("db", &s.opts)
+	if err != nil {
+		s.db = nil
+		return "", err
+	}
+	s.db = db
+	return "", nil
+}
+
+func (s *ddState) getter(d *datadriven.TestData) func([]byte) ([]byte, error) {
+	if d.HasArg("snapshot") {
+		var name string
+		d.ScanArgs(s.t, "snapshot", &name)
+		return s.snapshots[name].Get
+	}
+	return s.db.Get
+}
+
+// lsm prints the tree: files per level with their key ranges.
+func (s *ddState) lsm() string {
+	mems, v := s.db.readState()
+	defer v.unref()
+	var b strings.Builder
+	if n := mems[0].Len(); n > 0 {
+		fmt.Fprintf(&b, "memtable: %d entries\n", n)
+	}
+	for level, files := range v.Levels {
+		if len(files) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "L%d: %d files\n", level, len(files))
+		if len(files) > 8 {
+			continue
+		}
+		for _, f := range files {
+			fmt.Fprintf(&b, "  %06d [%s-%s] seq %d-%d\n", f.FileNum, base.FormatKey(f.Smallest.UserKey),
+				base.FormatKey(f.Largest.UserKey), f.SmallestSeq, f.LargestSeq)
+		}
+	}
+	if b.Len() == 0 {
+		return "empty\n"
+	}
+	return b.String()
+}
+
+func (s *ddState) iter(d *datadriven.TestData) (string, error) {
+	var opts IterOptions
+	if d.HasArg("lower") {
+		var k string
+		d.ScanArgs(s.t, "lower", &k)
+		opts.LowerBound = []byte(k)
+	}
+	if d.HasArg("upper") {
+		var k string
+		d.ScanArgs(s.t, "upper", &k)
+		opts.UpperBound = []byte(k)
+	}
+	var it *Iterator
+	if d.HasArg("snapshot") {
+		var name string
+		d.ScanArgs(s.t, "snapshot", &name)
+		it = s.snapshots[name].NewIter(&opts)
+	} else {
+		it = s.db.NewIter(&opts)
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+		f := strings.Fields(line)
+		var ok bool
+		switch f[0] {
+		case "first":
+			ok = it.First()
+		case "last":
+			ok = it.Last()
+		case "next":
+			ok = it.Next()
+		case "prev":
+			ok = it.Prev()
+		case "seek-ge":
+			ok = it.SeekGE([]byte(unquote(f[1])))
+		case "seek-lt":
+			ok = it.SeekLT([]byte(unquote(f[1])))
+		case "put", "flush", "compact":
+			// Writes, a flush or a compaction while the iterator is open.
+			var err error
+			switch f[0] {
+			case "put":
+				err = s.db.Put([]byte(f[1]), []byte(f[2]))
+			case "flush":
+				err = s.db.Flush()
+			default:
+				err = s.db.Compact()
+			}
+			fmt.Fprintf(&b, "%s: %v\n", line, err)
+			continue
+		case "scan":
+			// all remaining entries forward
+			n := 0
+			for ok = it.First(); ok; ok = it.Next() {
+				fmt.Fprintf(&b, "%s=%s ", base.FormatKey(it.Key()), base.FormatKey(it.Value()))
+				n++
+			}
+			fmt.Fprintf(&b, "(%d)\n", n)
+			continue
+		default:
+			s.t.Fatalf("%s: unknown iter op %s", d.Pos, f[0])
+		}
+		if ok {
+			fmt.Fprintf(&b, "%s: %s=%s\n", line, base.FormatKey(it.Key()), base.FormatKey(it.Value()))
+		} else {
+			fmt.Fprintf(&b, "%s: .\n", line)
+		}
+	}
+	if err := it.Close(); err != nil {
+		fmt.Fprintf(&b, "error: %v\n", err)
+	}
+	return b.String(), nil
+}
+
+func atoi(t *testing.T, s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// splitQuoted splits a line into fields, keeping Go-quoted strings whole.
+func splitQuoted(t *testing.T, line string) []string {
+	var f []string
+	for line = strings.TrimSpace(line); line != ""; line = strings.TrimSpace(line) {
+		if line[0] == '"' {
+			q, err := strconv.QuotedPrefix(line)
+			if err != nil {
+				t.Fatalf("bad quoted string in %q: %v", line, err)
+			}
+			f = append(f, q)
+			line = line[len(q):]
+			continue
+		}
+		i := strings.IndexByte(line, ' ')
+		if i < 0 {
+			i = len(line)
+		}
+		f = append(f, line[:i])
+		line = line[i:]
+	}
+	return f
+}
+
+// unquote lets test files spell keys with spaces or odd bytes as Go strings.
+func unquote(s string) string {
+	if strings.HasPrefix(s, `"`) {
+		if u, err := strconv.Unquote(s); err == nil {
+			return u
+		}
+	}
+	return s
+}

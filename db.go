@@ -1,0 +1,338 @@
+// Package shale is an embedded, persistent, ordered key-value store built as
+// a log-structured merge tree.
+//
+// The write path (Apply): a batch gets sequence numbers, is appended to the
+// write-ahead log as one record (concurrent writers share one fsync: group
+// commit), is inserted into the mutable memtable, and becomes visible. A full
+// memtable becomes immutable, a new memtable and WAL start, and a background
+// flush writes it to an L0 SSTable and logs that in the MANIFEST.
+//
+// The read path (Get): the mutable memtable, the immutable memtables newest
+// first, the L0 files newest first, then at most one file per deeper level.
+// Each file is skipped by its key range, then by its Bloom filter, held in
+// memory, before any block is read.
+package shale
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shale-db/shale/cache"
+	"github.com/shale-db/shale/compaction"
+	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/memtable"
+	"github.com/shale-db/shale/sstable"
+	"github.com/shale-db/shale/vfs"
+	"github.com/shale-db/shale/wal"
+)
+
+// Errors. Match them with errors.Is.
+var (
+	// ErrNotFound: the key is absent.
+	ErrNotFound = errors.New("shale: not found")
+	// ErrClosed: the DB (or snapshot, or iterator) was closed.
+	ErrClosed = errors.New("shale: closed")
+	// ErrCorruption: stored bytes are not what their format says. The error
+	// names the file and, where known, the offset.
+	ErrCorruption = base.ErrCorruption
+)
+
+// DB is an open store. Every method is safe for concurrent use.
+type DB struct {
+	dir  string
+	opts Options
+	fs   vfs.FS
+	lock io.Closer
+
+	cache      *cache.Cache
+	tableStats sstable.Stats
+
+	// closeMu is held shared by every public call while it runs and
+	// exclusively by Close, so Close waits for calls in flight and calls
+	// after it see closed.
+	closeMu sync.RWMutex
+	closed  atomic.Bool
+
+	// visibleSeq is the sequence number reads see: every write up to it is
+	// in a memtable (or below).
+	visibleSeq atomic.Uint64
+
+	// Commit pipeline: one leader at a time writes a group of batches.
+	commitMu sync.Mutex
+	queue    []*pendingWrite
+	leading  bool
+
+	// mu guards everything below and is the lock of cond, which is
+	// broadcast whenever a flush or compaction finishes or bgErr is set.
+	mu   sync.Mutex
+	cond sync.Cond
+	mem  *memTable   // mutable
+	imm  []*memTable // immutable, oldest first, waiting for flush
+	log  *wal.Writer // the mutable memtable's WAL (touched only by the commit leader)
+	// current is the live version; readers take a reference.
+	current     *version
+	nextFileNum uint64
+	logNum      uint64 // WALs numbered below it are obsolete
+	lastSeq     base.SeqNum
+	snapshots   snapshotList
+	bgErr       error // sticky: a failed flush, compaction or WAL write
+	pickCursor  compaction.Cursor
+
+	// keepUnreferenced: the MANIFEST ended in a torn record, so Open keeps
+	// tables and WALs it does not refer to instead of deleting them.
+	keepUnreferenced bool
+
+	// manifestMu serialises version changes (logAndApply).
+	manifestMu   sync.Mutex
+	manifest     *wal.Writer
+	manifestNum  uint64
+	manifestSize int64
+
+	// compactMu serialises compactions (background and manual).
+	compactMu sync.Mutex
+
+	flushCh   chan struct{}
+	compactCh chan struct{}
+	closing   chan struct{}
+	bgWG      sync.WaitGroup
+
+	stats dbStats
+}
+
+// memTable is a memtable and the number of the WAL that holds its writes.
+type memTable struct {
+	*memtable.MemTable
+	logNum uint64
+}
+
+// enter marks a public call in flight; it fails once the DB is closed.
+func (db *DB) enter() error {
+	db.closeMu.RLock()
+	if db.closed.Load() {
+		db.closeMu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (db *DB) leave() { db.closeMu.RUnlock() }
+
+// Put sets key to value.
+func (db *DB) Put(key, value []byte) error {
+	b := Batch{}
+	b.Put(key, value)
+	return db.Apply(&b)
+}
+
+// Delete removes key. Deleting an absent key is not an error.
+func (db *DB) Delete(key []byte) error {
+	b := Batch{}
+	b.Delete(key)
+	return db.Apply(&b)
+}
+
+// Apply writes the batch atomically: after a crash, either all of it or none
+// of it is there. The batch may be reused once Apply returns.
+func (db *DB) Apply(b *Batch) error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	if b == nil || b.empty() {
+		return nil
+	}
+	return db.commit(&pendingWrite{batch: b})
+}
+
+// Get returns a copy of the newest value of key, or ErrNotFound.
+func (db *DB) Get(key []byte) ([]byte, error) {
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.leave()
+	return db.get(key, base.SeqNum(db.visibleSeq.Load()), nil)
+}
+
+// get is the read path: memtables newest first, then the tables of the
+// version that was current when the read began, at sequence number seq.
+func (db *DB) get(key []byte, seq base.SeqNum, trace *LookupTrace) ([]byte, error) {
+	mems, v := db.readState()
+	defer v.unref()
+
+	for i, m := range mems {
+		val, kind, ok := m.Get(key, seq)
+		if trace != nil {
+			trace.memtable(i, ok, kind)
+		}
+		if ok {
+			return foundValue(val, kind)
+		}
+	}
+	// L0 files overlap; newer files hold newer versions, so the first file
+	// with a visible version of the key has the answer.
+	for _, f := range v.Levels[0] {
+		if val, kind, ok, err := db.getFromTable(v, 0, f.FileNum, key, seq, trace); err != nil || ok {
+			return foundValueOrErr(val, kind, err)
+		}
+	}
+	for level := 1; level < len(v.Levels); level++ {
+		f := v.FileForKey(level, key)
+		if f == nil {
+			if trace != nil {
+				trace.levelMiss(level, len(v.Levels[level]))
+			}
+			continue
+		}
+		if val, kind, ok, err := db.getFromTable(v, level, f.FileNum, key, seq, trace); err != nil || ok {
+			return foundValueOrErr(val, kind, err)
+		}
+	}
+	if trace != nil {
+		trace.Result = "absent"
+	}
+	return nil, ErrNotFound
+}
+
+// getFromTable looks key up in one table: the key-range check, then the
+// filter (inside sstable.Reader.Get), then at most one data block.
+func (db *DB) getFromTable(v *version, level int, fileNum uint64, key []byte, seq base.SeqNum, trace *LookupTrace) ([]byte, base.Kind, bool, error) {
+	t := v.tables[fileNum]
+	if !t.meta.ContainsKey(key) {
+		if trace != nil {
+			trace.rangeSkip(level, t.meta)
+		}
+		return nil, 0, false, nil
+	}
+	var st *sstable.GetTrace
+	if trace != nil {
+		st = &sstable.GetTrace{}
+	}
+	val, kind, ok, err := t.reader.Get(key, seq, st)
+	if trace != nil {
+		trace.table(level, t.meta, st, ok, kind)
+	}
+	return val, kind, ok, err
+}
+
+func foundValue(val []byte, kind base.Kind) ([]byte, error) {
+	if kind == base.KindDelete {
+		return nil, ErrNotFound
+	}
+	return append([]byte{}, val...), nil
+}
+
+func foundValueOrErr(val []byte, kind base.Kind, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	return foundValue(val, kind)
+}
+
+// readState returns the memtables, newest first, and a referenced current
+// version: everything a read needs, consistent with each other.
+func (db *DB) readState() ([]*memTable, *version) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	mems := make([]*memTable, 0, 1+len(db.imm))
+	mems = append(mems, db.mem)
+	for i := len(db.imm) - 1; i >= 0; i-- {
+		mems = append(mems, db.imm[i])
+	}
+	db.current.ref()
+	return mems, db.current
+}
+
+// Flush writes the memtable to an SSTable and returns once the table is in
+// the MANIFEST.
+func (db *DB) Flush() error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	return db.flush()
+}
+
+func (db *DB) flush() error {
+	if err := db.commit(&pendingWrite{forceFlush: true}); err != nil {
+		return err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for len(db.imm) > 0 && db.bgErr == nil {
+		db.cond.Wait()
+	}
+	return db.bgErr
+}
+
+// Close waits for background work, syncs the WAL, closes every file and
+// releases the lock. Calls after Close return ErrClosed. Iterators and
+// snapshots should be closed first.
+func (db *DB) Close() error {
+	db.closeMu.Lock()
+	if db.closed.Swap(true) {
+		db.closeMu.Unlock()
+		return ErrClosed
+	}
+	db.closeMu.Unlock()
+
+	close(db.closing)
+	db.mu.Lock()
+	db.cond.Broadcast() // wake writers stalled on compaction
+	db.mu.Unlock()
+	db.bgWG.Wait()
+
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	err := db.bgErr
+	if errors.Is(err, errClosing) {
+		err = nil
+	}
+	if db.log != nil {
+		if e := db.log.Sync(); err == nil {
+			err = e
+		}
+		if e := db.log.Close(); err == nil {
+			err = e
+		}
+	}
+	if db.manifest != nil {
+		if e := db.manifest.Close(); err == nil {
+			err = e
+		}
+	}
+	db.current.unref()
+	if e := db.lock.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// errClosing stops background work and stalled writers when Close begins.
+var errClosing = fmt.Errorf("%w: closing", ErrClosed)
+
+// dbStats are counters kept by the DB itself (the tables keep theirs in
+// tableStats).
+type dbStats struct {
+	flushes            atomic.Int64
+	flushBytes         atomic.Int64
+	compactions        atomic.Int64
+	compactionBytesIn  atomic.Int64
+	compactionBytesOut atomic.Int64
+	walBytes           atomic.Int64
+	userBytes          atomic.Int64
+	stallNanos         atomic.Int64
+	slowdowns          atomic.Int64
+	trivialMoves       atomic.Int64
+}
+
+func (db *DB) logf(format string, args ...any) {
+	if db.opts.Logger != nil {
+		db.opts.Logger(format, args...)
+	}
+}
+
+func sinceNanos(t time.Time) int64 { return int64(time.Since(t)) }

@@ -1,0 +1,247 @@
+package shale
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shale-db/shale/vfs"
+)
+
+func mustOpen(t *testing.T, dir string, opts *Options) *DB {
+	t.Helper()
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// TestLock: a second Open of an open store fails at once, in this process
+// and in another, and succeeds once the first is closed.
+func TestLock(t *testing.T) {
+	if dir := os.Getenv("SHALE_LOCK_CHILD"); dir != "" {
+		if _, err := Open(dir, nil); err != nil {
+			fmt.Println("open failed:", err)
+			return
+		}
+		fmt.Println("open succeeded")
+		return
+	}
+	dir := t.TempDir()
+	db := mustOpen(t, dir, nil)
+	if _, err := Open(dir, nil); err == nil || !errors.Is(err, vfs.ErrLocked) {
+		t.Fatalf("second Open in this process: %v, want a lock error", err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLock$")
+	cmd.Env = append(os.Environ(), "SHALE_LOCK_CHILD="+dir)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "open failed:") || !strings.Contains(string(out), "lock") {
+		t.Fatalf("Open from another process: %s", out)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mustOpen(t, dir, nil).Close()
+}
+
+// TestClosed: after Close, every call returns ErrClosed.
+func TestClosed(t *testing.T) {
+	db := mustOpen(t, "db", &Options{FS: vfs.NewMem()})
+	snap := db.NewSnapshot()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := db.NewBatch()
+	b.Put([]byte("k"), []byte("v"))
+	_, getErr := db.Get([]byte("k"))
+	_, snapErr := snap.Get([]byte("k"))
+	_, traceErr := db.TraceGet([]byte("k"))
+	it := db.NewIter(nil)
+	it.First()
+	for name, err := range map[string]error{
+		"Put":          db.Put([]byte("k"), []byte("v")),
+		"Delete":       db.Delete([]byte("k")),
+		"Apply":        db.Apply(b),
+		"Get":          getErr,
+		"Snapshot.Get": snapErr,
+		"TraceGet":     traceErr,
+		"Flush":        db.Flush(),
+		"Compact":      db.Compact(),
+		"Close":        db.Close(),
+		"Iterator":     it.Error(),
+	} {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+}
+
+// TestFlushError: a flush that fails is reported to Flush, to later writers
+// and to Close, and the data it could not write is still recovered from the
+// WAL on the next Open.
+func TestFlushError(t *testing.T) {
+	mem := vfs.NewMem()
+	efs := vfs.NewErrorFS(mem)
+	db := mustOpen(t, "db", &Options{FS: efs})
+	if err := db.Put([]byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	efs.SetInjector(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.HasSuffix(path, ".sst") {
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	if err := db.Flush(); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("Flush: %v, want the injected error", err)
+	}
+	if err := db.Put([]byte("b"), []byte("2")); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("Put after a failed flush: %v, want the injected error", err)
+	}
+	if err := db.Close(); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("Close: %v, want the injected error", err)
+	}
+	efs.SetInjector(nil)
+	db = mustOpen(t, "db", &Options{FS: mem})
+	defer db.Close()
+	if v, err := db.Get([]byte("a")); err != nil || string(v) != "1" {
+		t.Fatalf("a after recovery = %q, %v", v, err)
+	}
+}
+
+// TestWALWriteError: a write whose WAL append fails is not acknowledged and
+// not visible.
+func TestWALWriteError(t *testing.T) {
+	efs := vfs.NewErrorFS(vfs.NewMem())
+	db := mustOpen(t, "db", &Options{FS: efs})
+	defer db.Close()
+	efs.SetInjector(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.HasSuffix(path, ".log") {
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	if err := db.Put([]byte("a"), []byte("1")); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("Put: %v, want the injected error", err)
+	}
+	if _, err := db.Get([]byte("a")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get of a write that failed: %v, want ErrNotFound", err)
+	}
+}
+
+// TestCorruption flips bytes in each kind of file and checks that the
+// damage is reported as ErrCorruption naming the file, never returned as
+// data.
+func TestCorruption(t *testing.T) {
+	build := func(t *testing.T) string {
+		dir := t.TempDir()
+		db := mustOpen(t, dir, &Options{BlockCacheSize: -1})
+		for i := 0; i < 500; i++ {
+			if err := db.Put(fmt.Appendf(nil, "key%04d", i), fmt.Appendf(nil, "value%04d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 500; i < 600; i++ {
+			if err := db.Put(fmt.Appendf(nil, "key%04d", i), []byte("in the WAL")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	flip := func(t *testing.T, path string, off int64) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if off < 0 {
+			off += int64(len(b))
+		}
+		b[off] ^= 0x40
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	only := func(t *testing.T, dir, pattern string) string {
+		m, _ := filepath.Glob(filepath.Join(dir, pattern))
+		if len(m) != 1 {
+			t.Fatalf("%s: %v", pattern, m)
+		}
+		return m[0]
+	}
+	wantCorruption := func(t *testing.T, err error, file string) {
+		t.Helper()
+		if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), filepath.Base(file)) {
+			t.Fatalf("got %v, want ErrCorruption naming %s", err, filepath.Base(file))
+		}
+	}
+
+	t.Run("sstable data block", func(t *testing.T) {
+		dir := build(t)
+		// Recovery wrote the WAL's 100 keys to a second table; damage the
+		// first, which holds key0000-key0499, near its start.
+		tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+		flip(t, tables[0], 10)
+		db := mustOpen(t, dir, &Options{BlockCacheSize: -1})
+		defer db.Close()
+		_, err := db.Get([]byte("key0000"))
+		wantCorruption(t, err, tables[0])
+		it := db.NewIter(nil)
+		for it.First(); it.Valid(); it.Next() {
+		}
+		wantCorruption(t, it.Close(), tables[0])
+	})
+	t.Run("sstable footer", func(t *testing.T) {
+		dir := build(t)
+		tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+		flip(t, tables[0], -3)
+		_, err := Open(dir, nil)
+		wantCorruption(t, err, tables[0])
+	})
+	t.Run("WAL middle", func(t *testing.T) {
+		dir := t.TempDir()
+		db := mustOpen(t, dir, nil)
+		for i := 0; i < 100; i++ {
+			db.Put(fmt.Appendf(nil, "key%04d", i), []byte("value"))
+		}
+		// Crash without Close: the WAL is not flushed.
+		log := only(t, dir, "*.log")
+		b, _ := os.ReadFile(log)
+		crashed := t.TempDir()
+		for _, name := range []string{"CURRENT", filepath.Base(only(t, dir, "MANIFEST-*"))} {
+			data, _ := os.ReadFile(filepath.Join(dir, name))
+			os.WriteFile(filepath.Join(crashed, name), data, 0o644)
+		}
+		b[len(b)/2] ^= 0x40
+		os.WriteFile(filepath.Join(crashed, filepath.Base(log)), b, 0o644)
+		db.Close()
+		_, err := Open(crashed, nil)
+		wantCorruption(t, err, log)
+	})
+	t.Run("MANIFEST", func(t *testing.T) {
+		dir := build(t)
+		m := only(t, dir, "MANIFEST-*")
+		flip(t, m, 10)
+		_, err := Open(dir, nil)
+		wantCorruption(t, err, m)
+	})
+	t.Run("CURRENT", func(t *testing.T) {
+		dir := build(t)
+		os.WriteFile(filepath.Join(dir, "CURRENT"), []byte("garbage\n"), 0o644)
+		_, err := Open(dir, nil)
+		wantCorruption(t, err, "CURRENT")
+	})
+}

@@ -1,0 +1,119 @@
+package fuse
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/shale-db/shale/internal/base"
+)
+
+// TestDataDriven runs testdata/fuse, a worked example. Commands:
+//
+//	params n=<keys>        the shape of a filter for n keys
+//	build                  a filter of the keys in the input,
+//	build seq=(i,j)        or of keys key%010d for i ≤ x < j
+//	probe                  maybe / definitely not for each input key,
+//	probe seq=(i,j)        or the count of maybes among key%010d
+//	hex                    the bytes of the last filter built
+//	decode                 what Decode makes of the hex input
+func TestDataDriven(t *testing.T) {
+	var data []byte // the last filter built
+	var filter base.Filter
+	datadriven.RunTest(t, "testdata/fuse", func(t *testing.T, d *datadriven.TestData) string {
+		switch d.Cmd {
+		case "params":
+			var n int
+			d.ScanArgs(t, "n", &n)
+			p := paramsFor(n)
+			return fmt.Sprintf("%d segments of %d slots, plus 2: %d slots, %.2f bits/key\n",
+				p.segmentCount, p.segmentLength(), p.arrayLength(), float64(8*p.arrayLength())/float64(n))
+
+		case "build":
+			w := NewPolicy().NewWriter()
+			for _, h := range inputHashes(t, d) {
+				w.AddHash(h)
+			}
+			data = w.Finish()
+			var err error
+			if filter, err = NewPolicy().Decode(data); err != nil {
+				t.Fatal(err)
+			}
+			return describe(data)
+
+		case "probe":
+			if d.HasArg("seq") {
+				hs := inputHashes(t, d)
+				maybe := 0
+				for _, h := range hs {
+					if filter.MayContain(h) {
+						maybe++
+					}
+				}
+				return fmt.Sprintf("%d maybe of %d (%.3f%%)\n", maybe, len(hs), 100*float64(maybe)/float64(len(hs)))
+			}
+			var b strings.Builder
+			for _, k := range strings.Fields(d.Input) {
+				answer := "definitely not"
+				if filter.MayContain(base.FilterHash([]byte(k))) {
+					answer = "maybe"
+				}
+				fmt.Fprintf(&b, "%s: %s\n", k, answer)
+			}
+			return b.String()
+
+		case "hex":
+			var b strings.Builder
+			for off := 0; off < len(data); off += 16 {
+				fmt.Fprintf(&b, "%04x: % x\n", off, data[off:min(off+16, len(data))])
+			}
+			return b.String()
+
+		case "decode":
+			var s strings.Builder
+			for _, tok := range strings.Fields(d.Input) {
+				if !strings.HasSuffix(tok, ":") { // skip offsets
+					s.WriteString(tok)
+				}
+			}
+			b, err := hex.DecodeString(s.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := NewPolicy().Decode(b); err != nil {
+				return fmt.Sprintf("error: %v\n", err)
+			}
+			return describe(b)
+		}
+		t.Fatalf("unknown command %q", d.Cmd)
+		return ""
+	})
+}
+
+// inputHashes returns the hashes of the keys of d: key%010d for
+// seq=(i,j), else the words of the input.
+func inputHashes(t *testing.T, d *datadriven.TestData) []uint64 {
+	if d.HasArg("seq") {
+		var from, to int
+		d.ScanArgs(t, "seq", &from, &to)
+		return keySets[1].hashes(from, to)
+	}
+	var hs []uint64
+	for _, k := range strings.Fields(d.Input) {
+		hs = append(hs, base.FilterHash([]byte(k)))
+	}
+	return hs
+}
+
+// describe summarizes a valid encoded filter from its header.
+func describe(data []byte) string {
+	length := binary.LittleEndian.Uint32(data[14:])
+	if length == 0 {
+		return fmt.Sprintf("no keys; %d bytes\n", len(data))
+	}
+	return fmt.Sprintf("seed %#016x, %d segments of %d slots, plus 2: %d slots; %d bytes\n",
+		binary.LittleEndian.Uint64(data[1:]), binary.LittleEndian.Uint32(data[10:]), 1<<data[9], length, len(data))
+}

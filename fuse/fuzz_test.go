@@ -1,0 +1,32 @@
+package fuse
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/shale-db/shale/internal/base"
+)
+
+// FuzzDecode feeds arbitrary bytes to Decode: it must return a corruption
+// error or a filter that probes without panicking.
+//
+//	go test -run '^$' -fuzz FuzzDecode ./fuse/
+func FuzzDecode(f *testing.F) {
+	for _, n := range []int{0, 1, 10, 1000} {
+		_, data := buildFilter(f, keySets[1].hashes(0, n))
+		f.Add(data)
+	}
+	hs := keySets[0].hashes(0, 256)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		filter, err := NewPolicy().Decode(data)
+		if err != nil {
+			if !errors.Is(err, base.ErrCorruption) {
+				t.Fatalf("error %v does not match ErrCorruption", err)
+			}
+			return
+		}
+		for _, h := range hs {
+			filter.MayContain(h)
+		}
+	})
+}

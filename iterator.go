@@ -1,0 +1,402 @@
+package shale
+
+import (
+	"bytes"
+	"sort"
+
+	"github.com/shale-db/shale/compaction"
+	"github.com/shale-db/shale/internal/base"
+)
+
+// IterOptions bound an iterator to the user keys in [LowerBound, UpperBound).
+// A nil bound is unbounded.
+type IterOptions struct{ LowerBound, UpperBound []byte }
+
+// Iterator walks the newest visible version of each live key in order,
+// within its bounds, as of the moment it was created: later writes, flushes
+// and compactions do not disturb it (the files it reads stay on disk until it
+// is closed). Positioning methods return whether the iterator is on an entry.
+// Key and Value are valid until the next positioning call. An Iterator is for
+// one goroutine at a time; Close it when done.
+type Iterator struct {
+	db     *DB
+	iter   base.InternalIterator // merged memtables and tables
+	v      *version
+	seq    base.SeqNum
+	lower  []byte
+	upper  []byte
+	key    []byte
+	value  []byte
+	valid  bool
+	err    error
+	closed bool
+	// reverse: the internal iterator is positioned before the current
+	// entry's versions (after a backward step), not on them.
+	reverse bool
+}
+
+// NewIter returns an iterator over the store's current state.
+func (db *DB) NewIter(opts *IterOptions) *Iterator {
+	return db.newIter(opts, 0, false)
+}
+
+func (db *DB) newIter(opts *IterOptions, seq base.SeqNum, atSeq bool) *Iterator {
+	if err := db.enter(); err != nil {
+		return &Iterator{err: err}
+	}
+	defer db.leave()
+	if !atSeq {
+		seq = base.SeqNum(db.visibleSeq.Load())
+	}
+	mems, v := db.readState()
+	iters := make([]base.InternalIterator, 0, len(mems)+len(v.Levels[0])+len(v.Levels))
+	for _, m := range mems {
+		iters = append(iters, m.NewIter())
+	}
+	for _, f := range v.Levels[0] {
+		iters = append(iters, v.tables[f.FileNum].reader.NewIter())
+	}
+	for level := 1; level < len(v.Levels); level++ {
+		if len(v.Levels[level]) > 0 {
+			iters = append(iters, newLevelIter(v, level))
+		}
+	}
+	it := &Iterator{db: db, iter: compaction.NewMergingIter(iters...), v: v, seq: seq}
+	if opts != nil {
+		it.lower = bytes.Clone(opts.LowerBound)
+		it.upper = bytes.Clone(opts.UpperBound)
+	}
+	return it
+}
+
+func (it *Iterator) usable() bool {
+	if it.closed || it.db == nil {
+		if it.err == nil {
+			it.err = ErrClosed
+		}
+		it.valid = false
+		return false
+	}
+	if it.db.closed.Load() {
+		it.err = ErrClosed
+		it.valid = false
+		return false
+	}
+	return it.err == nil
+}
+
+// First moves to the first key at or after the lower bound.
+func (it *Iterator) First() bool {
+	if !it.usable() {
+		return false
+	}
+	if it.lower != nil {
+		it.iter.SeekGE(it.lower)
+	} else {
+		it.iter.First()
+	}
+	return it.findNextEntry()
+}
+
+// Last moves to the last key before the upper bound.
+func (it *Iterator) Last() bool {
+	if !it.usable() {
+		return false
+	}
+	if it.upper != nil {
+		it.iter.SeekLT(it.upper)
+	} else {
+		it.iter.Last()
+	}
+	return it.findPrevEntry()
+}
+
+// SeekGE moves to the first key >= key (and >= the lower bound).
+func (it *Iterator) SeekGE(key []byte) bool {
+	if !it.usable() {
+		return false
+	}
+	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
+		key = it.lower
+	}
+	it.iter.SeekGE(key)
+	return it.findNextEntry()
+}
+
+// SeekLT moves to the last key < key (and < the upper bound).
+func (it *Iterator) SeekLT(key []byte) bool {
+	if !it.usable() {
+		return false
+	}
+	if it.upper != nil && bytes.Compare(key, it.upper) > 0 {
+		key = it.upper
+	}
+	it.iter.SeekLT(key)
+	return it.findPrevEntry()
+}
+
+// Next moves to the next key.
+func (it *Iterator) Next() bool {
+	if !it.usable() || !it.valid {
+		return false
+	}
+	if it.reverse {
+		// The internal iterator is before the current key: step back
+		// onto its versions.
+		it.iter.SeekGE(it.key)
+	}
+	for ok := it.iter.Valid(); ok && bytes.Equal(it.iter.Key().UserKey, it.key); ok = it.iter.Next() {
+	}
+	return it.findNextEntry()
+}
+
+// Prev moves to the previous key.
+func (it *Iterator) Prev() bool {
+	if !it.usable() || !it.valid {
+		return false
+	}
+	if !it.reverse {
+		it.iter.SeekLT(it.key)
+	}
+	return it.findPrevEntry()
+}
+
+// findNextEntry moves forward from the internal iterator's position to the
+// newest visible version of the next user key that is not deleted.
+func (it *Iterator) findNextEntry() bool {
+	it.reverse = false
+	it.valid = false
+	for it.iter.Valid() {
+		k := it.iter.Key()
+		if it.upper != nil && bytes.Compare(k.UserKey, it.upper) >= 0 {
+			break
+		}
+		if !k.Visible(it.seq) {
+			it.iter.Next()
+			continue
+		}
+		// The newest visible version of k.UserKey.
+		if k.Kind() == base.KindSet {
+			it.key = append(it.key[:0], k.UserKey...)
+			it.value = append(it.value[:0], it.iter.Value()...)
+			it.valid = true
+			return true
+		}
+		// Deleted: skip every older version.
+		it.key = append(it.key[:0], k.UserKey...)
+		for ok := it.iter.Next(); ok && bytes.Equal(it.iter.Key().UserKey, it.key); ok = it.iter.Next() {
+		}
+	}
+	return it.finish()
+}
+
+// findPrevEntry moves backward from the internal iterator's position (on
+// the oldest version of some user key) to the previous user key whose newest
+// visible version is not a deletion. Versions of one user key arrive oldest
+// first; the last visible one seen is the newest.
+func (it *Iterator) findPrevEntry() bool {
+	it.reverse = true
+	it.valid = false
+	for it.iter.Valid() {
+		ukey := it.iter.Key().UserKey
+		if it.lower != nil && bytes.Compare(ukey, it.lower) < 0 {
+			break
+		}
+		it.key = append(it.key[:0], ukey...)
+		found := false
+		var kind base.Kind
+		for ok := true; ok && bytes.Equal(it.iter.Key().UserKey, it.key); ok = it.iter.Prev() {
+			k := it.iter.Key()
+			if k.Visible(it.seq) {
+				found, kind = true, k.Kind()
+				it.value = append(it.value[:0], it.iter.Value()...)
+			}
+		}
+		if found && kind == base.KindSet {
+			it.valid = true
+			return true
+		}
+	}
+	return it.finish()
+}
+
+func (it *Iterator) finish() bool {
+	if err := it.iter.Error(); err != nil {
+		it.err = err
+	}
+	return false
+}
+
+// Valid reports whether the iterator is on an entry.
+func (it *Iterator) Valid() bool { return it.valid }
+
+// Key returns the current key, valid until the next positioning call.
+func (it *Iterator) Key() []byte {
+	if !it.valid {
+		return nil
+	}
+	return it.key
+}
+
+// Value returns the current value, valid until the next positioning call.
+func (it *Iterator) Value() []byte {
+	if !it.valid {
+		return nil
+	}
+	return it.value
+}
+
+// Error returns the error that stopped the iterator, if any.
+func (it *Iterator) Error() error { return it.err }
+
+// Close releases the iterator's files and returns its error, if any.
+// Closing twice returns ErrClosed.
+func (it *Iterator) Close() error {
+	if it.closed {
+		return ErrClosed
+	}
+	it.closed = true
+	it.valid = false
+	if it.iter == nil {
+		return it.err
+	}
+	if err := it.iter.Close(); err != nil && it.err == nil {
+		it.err = err
+	}
+	it.v.unref()
+	return it.err
+}
+
+// levelIter iterates over the sorted, disjoint tables of one level >= 1 as
+// one sequence, opening a table's iterator only when it gets there.
+type levelIter struct {
+	v     *version
+	files []*tableRef
+	index int // current file, or -1 / len(files) when off either end
+	iter  base.InternalIterator
+	err   error
+}
+
+type tableRef struct {
+	fileNum  uint64
+	smallest []byte
+	largest  []byte
+}
+
+func newLevelIter(v *version, level int) *levelIter {
+	li := &levelIter{v: v, index: -1}
+	for _, f := range v.Levels[level] {
+		li.files = append(li.files, &tableRef{f.FileNum, f.Smallest.UserKey, f.Largest.UserKey})
+	}
+	return li
+}
+
+// open switches to file i (closing the current one) and reports whether it
+// is a file.
+func (l *levelIter) open(i int) bool {
+	if l.iter != nil {
+		if err := l.iter.Close(); err != nil && l.err == nil {
+			l.err = err
+		}
+		l.iter = nil
+	}
+	l.index = i
+	if i < 0 || i >= len(l.files) || l.err != nil {
+		return false
+	}
+	l.iter = l.v.tables[l.files[i].fileNum].reader.NewIter()
+	return true
+}
+
+// skipForward moves to the next file's first entry while the current one is
+// exhausted.
+func (l *levelIter) skipForward(ok bool) bool {
+	for !ok {
+		if l.iter != nil && l.iter.Error() != nil {
+			return false
+		}
+		if !l.open(l.index + 1) {
+			return false
+		}
+		ok = l.iter.First()
+	}
+	return true
+}
+
+func (l *levelIter) skipBackward(ok bool) bool {
+	for !ok {
+		if l.iter != nil && l.iter.Error() != nil {
+			return false
+		}
+		if !l.open(l.index - 1) {
+			return false
+		}
+		ok = l.iter.Last()
+	}
+	return true
+}
+
+func (l *levelIter) First() bool {
+	if !l.open(0) {
+		return false
+	}
+	return l.skipForward(l.iter.First())
+}
+
+func (l *levelIter) Last() bool {
+	if !l.open(len(l.files) - 1) {
+		return false
+	}
+	return l.skipBackward(l.iter.Last())
+}
+
+func (l *levelIter) SeekGE(key []byte) bool {
+	i := sort.Search(len(l.files), func(i int) bool { return bytes.Compare(l.files[i].largest, key) >= 0 })
+	if !l.open(i) {
+		return false
+	}
+	return l.skipForward(l.iter.SeekGE(key))
+}
+
+func (l *levelIter) SeekLT(key []byte) bool {
+	i := sort.Search(len(l.files), func(i int) bool { return bytes.Compare(l.files[i].smallest, key) >= 0 }) - 1
+	if !l.open(i) {
+		return false
+	}
+	return l.skipBackward(l.iter.SeekLT(key))
+}
+
+func (l *levelIter) Next() bool {
+	if l.iter == nil {
+		return false
+	}
+	return l.skipForward(l.iter.Next())
+}
+
+func (l *levelIter) Prev() bool {
+	if l.iter == nil {
+		return false
+	}
+	return l.skipBackward(l.iter.Prev())
+}
+
+func (l *levelIter) Valid() bool { return l.iter != nil && l.iter.Valid() }
+
+func (l *levelIter) Key() base.InternalKey { return l.iter.Key() }
+
+func (l *levelIter) Value() []byte { return l.iter.Value() }
+
+func (l *levelIter) Error() error {
+	if l.err != nil {
+		return l.err
+	}
+	if l.iter != nil {
+		return l.iter.Error()
+	}
+	return nil
+}
+
+func (l *levelIter) Close() error {
+	l.open(-1)
+	return l.err
+}

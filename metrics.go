@@ -1,0 +1,153 @@
+package shale
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/shale-db/shale/compaction"
+)
+
+// Metrics is a snapshot of the store's counters and shape.
+type Metrics struct {
+	DiskReads            int64          // blocks read from SSTable files, not served by the block cache
+	FilterChecks         int64          // point lookups that consulted a file's filter
+	FilterSkips          int64          // ... and were told "definitely not": the file was skipped
+	FilterFalsePositives int64          // ... told "maybe", and the file did not hold the key
+	Levels               []LevelMetrics // index = level
+
+	FilterMemory    int64 // bytes of filters held in memory, all live tables
+	IndexMemory     int64 // bytes of index blocks held in memory
+	BlockCacheHits  int64
+	BlockCacheMiss  int64
+	BlockCacheBytes int64
+
+	MemTableBytes   int64 // the mutable memtable
+	ImmutableTables int   // memtables waiting for a flush
+	WALBytes        int64 // bytes appended to WALs since Open
+	UserBytes       int64 // key and value bytes written since Open
+
+	Flushes            int64
+	FlushBytes         int64 // bytes of L0 tables written by flushes
+	Compactions        int64
+	TrivialMoves       int64 // tables moved down a level without a rewrite
+	CompactionBytesIn  int64
+	CompactionBytesOut int64
+	// WriteAmp is (WAL + flush + compaction bytes written) / user bytes.
+	WriteAmp     float64
+	StallTime    time.Duration // time writes waited for flushes or compactions
+	Slowdowns    int64         // write groups delayed at the L0 slowdown threshold
+	LastSeqNum   uint64
+	Snapshots    int
+	BackgroundOK bool // false once a flush, compaction or WAL write failed
+}
+
+// LevelMetrics describes one level of the tree.
+type LevelMetrics struct {
+	Files int
+	Bytes int64
+	// Score is the level's size relative to its target (L0: file count
+	// relative to the compaction threshold); >= 1 wants a compaction.
+	Score float64
+}
+
+// Metrics returns the current metrics. After Close it returns the zero
+// Metrics.
+func (db *DB) Metrics() Metrics {
+	if err := db.enter(); err != nil {
+		return Metrics{}
+	}
+	defer db.leave()
+	var m Metrics
+	m.DiskReads = db.tableStats.BlockReads.Load()
+	m.FilterChecks = db.tableStats.FilterChecks.Load()
+	m.FilterSkips = db.tableStats.FilterSkips.Load()
+	m.FilterFalsePositives = db.tableStats.FilterFalsePositives.Load()
+	m.BlockCacheHits, m.BlockCacheMiss = db.cache.Stats()
+	m.BlockCacheBytes = int64(db.cache.Size())
+
+	mems, v := db.readState()
+	defer v.unref()
+	m.MemTableBytes = int64(mems[0].Size())
+	m.ImmutableTables = len(mems) - 1
+	scores := compaction.Scores(v.Version, db.opts.compactionOptions())
+	for level, files := range v.Levels {
+		lm := LevelMetrics{Files: len(files), Bytes: int64(v.LevelSize(level))}
+		if level < len(scores) {
+			lm.Score = scores[level].Score
+		}
+		m.Levels = append(m.Levels, lm)
+		for _, f := range files {
+			r := v.tables[f.FileNum].reader
+			m.FilterMemory += int64(r.FilterSize())
+			m.IndexMemory += int64(r.IndexSize())
+		}
+	}
+	m.WALBytes = db.stats.walBytes.Load()
+	m.UserBytes = db.stats.userBytes.Load()
+	m.Flushes = db.stats.flushes.Load()
+	m.FlushBytes = db.stats.flushBytes.Load()
+	m.Compactions = db.stats.compactions.Load()
+	m.TrivialMoves = db.stats.trivialMoves.Load()
+	m.CompactionBytesIn = db.stats.compactionBytesIn.Load()
+	m.CompactionBytesOut = db.stats.compactionBytesOut.Load()
+	if m.UserBytes > 0 {
+		m.WriteAmp = float64(m.WALBytes+m.FlushBytes+m.CompactionBytesOut) / float64(m.UserBytes)
+	}
+	m.StallTime = time.Duration(db.stats.stallNanos.Load())
+	m.Slowdowns = db.stats.slowdowns.Load()
+	m.LastSeqNum = db.visibleSeq.Load()
+	db.mu.Lock()
+	m.Snapshots = len(db.snapshots)
+	m.BackgroundOK = db.bgErr == nil
+	db.mu.Unlock()
+	return m
+}
+
+// String renders the metrics as a table a person reads: the tree level by
+// level, then reads, filters, cache and writes.
+func (m Metrics) String() string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "level\tfiles\tsize\tscore\t")
+	var files int
+	var bytes int64
+	for i, l := range m.Levels {
+		fmt.Fprintf(tw, "L%d\t%d\t%s\t%.2f\t\n", i, l.Files, humanBytes(l.Bytes), l.Score)
+		files += l.Files
+		bytes += l.Bytes
+	}
+	fmt.Fprintf(tw, "total\t%d\t%s\t\t\n", files, humanBytes(bytes))
+	tw.Flush()
+	fmt.Fprintf(&b, "memtable: %s (+%d waiting to flush); WAL written: %s\n",
+		humanBytes(m.MemTableBytes), m.ImmutableTables, humanBytes(m.WALBytes))
+	fmt.Fprintf(&b, "disk reads: %d blocks; block cache: %d hits, %d misses, %s\n",
+		m.DiskReads, m.BlockCacheHits, m.BlockCacheMiss, humanBytes(m.BlockCacheBytes))
+	// Checks of a file that did not hold the key end in a skip or a false
+	// positive; the rate is the share of those that got through.
+	fpr := 0.0
+	if absent := m.FilterSkips + m.FilterFalsePositives; absent > 0 {
+		fpr = float64(m.FilterFalsePositives) / float64(absent) * 100
+	}
+	fmt.Fprintf(&b, "filters: %d checks, %d skips, %d false positives (%.2f%% of absent); %s in memory (index: %s)\n",
+		m.FilterChecks, m.FilterSkips, m.FilterFalsePositives, fpr, humanBytes(m.FilterMemory), humanBytes(m.IndexMemory))
+	fmt.Fprintf(&b, "flushes: %d (%s); compactions: %d (+%d moves), %s read, %s written; write amp: %.2f\n",
+		m.Flushes, humanBytes(m.FlushBytes), m.Compactions, m.TrivialMoves,
+		humanBytes(m.CompactionBytesIn), humanBytes(m.CompactionBytesOut), m.WriteAmp)
+	fmt.Fprintf(&b, "stalls: %v (%d slowdowns); last seqnum: %d; open snapshots: %d\n",
+		m.StallTime.Round(time.Millisecond), m.Slowdowns, m.LastSeqNum, m.Snapshots)
+	return b.String()
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

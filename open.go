@@ -1,0 +1,268 @@
+package shale
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/shale-db/shale/bloom"
+	"github.com/shale-db/shale/cache"
+	"github.com/shale-db/shale/fuse"
+	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/manifest"
+	"github.com/shale-db/shale/memtable"
+	"github.com/shale-db/shale/sstable"
+	"github.com/shale-db/shale/wal"
+)
+
+// knownFilters are the filter formats a table may carry. A table whose
+// filter is not among them is read without filter skips.
+var knownFilters = []base.FilterPolicy{bloom.NewPolicy(10), fuse.NewPolicy()}
+
+// Open opens the store in dir, creating dir and an empty store if needed.
+// nil opts means the defaults. Opening a store that is open, in this process
+// or another, fails at once.
+//
+// Recovery: read CURRENT and replay the MANIFEST it names, open every live
+// table, replay each WAL the MANIFEST does not cover into a memtable, write
+// that memtable as an L0 table, start a new WAL and a new MANIFEST, and
+// remove every file nothing refers to.
+func Open(dir string, opts *Options) (*DB, error) {
+	o := opts.withDefaults()
+	db := &DB{
+		dir:       dir,
+		opts:      o,
+		fs:        o.FS,
+		flushCh:   make(chan struct{}, 1),
+		compactCh: make(chan struct{}, 1),
+		closing:   make(chan struct{}),
+	}
+	db.cond.L = &db.mu
+	if o.BlockCacheSize > 0 {
+		db.cache = cache.New(o.BlockCacheSize)
+	}
+	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("shale: open %s: %w", dir, err)
+	}
+	lock, err := db.fs.Lock(db.fileName(fileTypeLock, 0))
+	if err != nil {
+		return nil, fmt.Errorf("shale: open %s: %w", dir, err)
+	}
+	db.lock = lock
+	start := time.Now()
+	if err := db.recover(); err != nil {
+		if db.current != nil {
+			db.current.unref()
+		}
+		if db.log != nil {
+			db.log.Close()
+		}
+		if db.manifest != nil {
+			db.manifest.Close()
+		}
+		lock.Close()
+		return nil, err
+	}
+	db.logf("opened %s in %v: %s", dir, time.Since(start), db.current.Version.String())
+	db.bgWG.Add(2)
+	go db.flushLoop()
+	go db.compactLoop()
+	db.maybeScheduleCompaction()
+	return db, nil
+}
+
+func (db *DB) recover() error {
+	names, err := db.fs.List(db.dir)
+	if err != nil {
+		return err
+	}
+	v := &manifest.Version{}
+	db.nextFileNum = 1
+	if slices.Contains(names, "CURRENT") {
+		num, err := db.readCurrent()
+		if err != nil {
+			return err
+		}
+		if v, err = db.replayManifest(num); err != nil {
+			return err
+		}
+	} else {
+		for _, name := range names {
+			if t, _, ok := parseFileName(name); ok && t != fileTypeLock {
+				return fmt.Errorf("shale: %s has %s but no CURRENT: not a store shale can open", db.dir, name)
+			}
+		}
+	}
+
+	tables := map[uint64]*table{}
+	for level := range v.Levels {
+		for _, f := range v.Levels[level] {
+			t, err := db.openTable(f)
+			if err != nil {
+				for _, t := range tables {
+					t.reader.Close()
+				}
+				return err
+			}
+			tables[f.FileNum] = t
+		}
+	}
+	db.current = newVersion(v, tables)
+
+	// Replay the WALs the MANIFEST does not cover, oldest first.
+	var logs []uint64
+	for _, name := range names {
+		t, num, ok := parseFileName(name)
+		if !ok {
+			continue
+		}
+		db.nextFileNum = max(db.nextFileNum, num+1)
+		if t == fileTypeLog && num >= db.logNum {
+			logs = append(logs, num)
+		}
+	}
+	slices.Sort(logs)
+	mem := memtable.New()
+	for _, num := range logs {
+		if err := db.replayLog(num, mem); err != nil {
+			return err
+		}
+	}
+	db.visibleSeq.Store(uint64(db.lastSeq))
+
+	// Start the new WAL, then flush what was replayed.
+	logNum := db.nextFileNum
+	db.nextFileNum++
+	f, err := db.fs.Create(db.fileName(fileTypeLog, logNum))
+	if err != nil {
+		return err
+	}
+	db.log = wal.NewWriter(f)
+	db.mem = &memTable{MemTable: memtable.New(), logNum: logNum}
+	edit := &manifest.VersionEdit{LogNum: logNum}
+	var newTables []*table
+	if !mem.Empty() {
+		t, err := db.writeL0(mem)
+		if err != nil {
+			return err
+		}
+		edit.Added = append(edit.Added, manifest.NewFile{Level: 0, Meta: t.meta})
+		newTables = append(newTables, t)
+	}
+	nv, err := v.Apply(edit)
+	if err != nil {
+		return err
+	}
+	edit.LastSeqNum = db.lastSeq
+	if err := db.createManifest(nv, edit); err != nil {
+		return err
+	}
+	all := maps.Clone(tables)
+	for _, t := range newTables {
+		all[t.meta.FileNum] = t
+	}
+	old := db.current
+	db.current = newVersion(nv, all)
+	db.logNum = logNum
+	old.unref()
+	db.deleteObsoleteFiles()
+	return nil
+}
+
+// replayLog applies every batch in WAL num to mem. A torn tail (the crash
+// interrupted the last write) ends the log; anything else that does not
+// decode is corruption and stops the open.
+func (db *DB) replayLog(num uint64, mem *memtable.MemTable) error {
+	name := db.fileName(fileTypeLog, num)
+	f, err := db.fs.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := wal.NewReader(f, name)
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		first, n, err := decodeBatch(rec, name, r.Offset(), func(e batchEntry) error {
+			mem.Add(e.Seq, e.Kind, e.Key, e.Value)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			db.lastSeq = max(db.lastSeq, first+base.SeqNum(n)-1)
+		}
+	}
+	if off, torn := r.TornTail(); torn {
+		db.logf("%s: torn tail at offset %d cut off (a write the crash interrupted)", name, off)
+	}
+	return nil
+}
+
+// openTable opens a live table's reader, with its filter and index loaded.
+func (db *DB) openTable(meta *manifest.FileMeta) (*table, error) {
+	name := db.fileName(fileTypeTable, meta.FileNum)
+	f, err := db.fs.Open(name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, base.CorruptionErrorf(name, -1, "table in the MANIFEST is missing")
+		}
+		return nil, err
+	}
+	r, err := sstable.Open(f, name, sstable.ReaderOptions{
+		FileNum: meta.FileNum,
+		Cache:   db.cache,
+		Filters: knownFilters,
+		Stats:   &db.tableStats,
+	})
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &table{meta: meta, reader: r, db: db}, nil
+}
+
+// deleteObsoleteFiles removes what no version, WAL or MANIFEST refers to:
+// tables not in the current version, WALs below the log number, other
+// MANIFESTs and temp files. Run only at Open, before anything else can be
+// using the files.
+func (db *DB) deleteObsoleteFiles() {
+	names, err := db.fs.List(db.dir)
+	if err != nil {
+		db.logf("listing %s: %v", db.dir, err)
+		return
+	}
+	for _, name := range names {
+		t, num, ok := parseFileName(name)
+		if !ok {
+			continue
+		}
+		var obsolete bool
+		switch t {
+		case fileTypeLog:
+			obsolete = num < db.logNum && !db.keepUnreferenced
+		case fileTypeTable:
+			_, live := db.current.tables[num]
+			obsolete = !live && !db.keepUnreferenced
+		case fileTypeManifest:
+			obsolete = num != db.manifestNum
+		case fileTypeTemp:
+			obsolete = true
+		}
+		if obsolete {
+			if err := db.fs.Remove(db.fs.PathJoin(db.dir, name)); err != nil {
+				db.logf("removing %s: %v", name, err)
+			}
+		}
+	}
+}

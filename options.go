@@ -1,0 +1,104 @@
+package shale
+
+import (
+	"github.com/shale-db/shale/compaction"
+	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/vfs"
+)
+
+// NoFilter, as Options.BloomBitsPerKey, writes SSTables without a filter.
+const NoFilter = -1
+
+// Options configure a DB. The zero value of every field means its default.
+type Options struct {
+	// MemTableSize is the number of bytes a memtable holds before it is
+	// flushed. 0: 4 MiB.
+	MemTableSize int
+	// BloomBitsPerKey is the filter bits per key in new SSTables. 0: 10;
+	// NoFilter: none written. FilterPolicy, when set, takes precedence.
+	BloomBitsPerKey int
+	// BlockCacheSize is the bytes of uncompressed blocks cached. 0: 8 MiB;
+	// negative: no block cache.
+	BlockCacheSize int
+	// NoSync: writes are not fsynced. They survive a process crash, not a
+	// power loss.
+	NoSync bool
+
+	// FS is the file system. nil: the operating system's.
+	FS vfs.FS
+	// BlockSize is the target size of an SSTable data block. 0: 4 KiB.
+	BlockSize int
+	// MaxImmutableMemTables is how many full memtables may wait for a flush
+	// before writers wait. 0: 2.
+	MaxImmutableMemTables int
+	// L0CompactionThreshold is the L0 file count that starts an L0->L1
+	// compaction. 0: 4.
+	L0CompactionThreshold int
+	// L0SlowdownWritesThreshold is the L0 file count at which each write
+	// group is delayed by 1 ms to let compaction catch up. 0: 8.
+	L0SlowdownWritesThreshold int
+	// L0StopWritesThreshold is the L0 file count at which writes wait for
+	// compaction. 0: 12.
+	L0StopWritesThreshold int
+	// LBaseMaxBytes is L1's target size; each deeper level is 10x larger.
+	// 0: 64 MiB.
+	LBaseMaxBytes int64
+	// TargetFileSize is the size at which compaction output is split into a
+	// new SSTable. 0: 2 MiB.
+	TargetFileSize int64
+	// DisableAutomaticCompactions stops background compactions; Compact
+	// still works. Tests use it to keep files in L0.
+	DisableAutomaticCompactions bool
+	// FilterPolicy, when set, chooses the filter of each level's new
+	// SSTables and overrides BloomBitsPerKey. See LevelFilters.
+	FilterPolicy FilterPolicy
+	// Logger receives one line per background event (flush, compaction,
+	// recovery). nil: silent.
+	Logger func(format string, args ...any)
+}
+
+// FilterPolicy chooses the filter written into a new SSTable at a level
+// (0..6). Returning nil writes no filter at that level.
+type FilterPolicy interface {
+	FilterForLevel(level int) base.FilterPolicy
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	setDefault := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setDefault(&r.MemTableSize, 4<<20)
+	setDefault(&r.BloomBitsPerKey, 10)
+	setDefault(&r.BlockCacheSize, 8<<20)
+	setDefault(&r.BlockSize, 4<<10)
+	setDefault(&r.MaxImmutableMemTables, 2)
+	setDefault(&r.L0CompactionThreshold, 4)
+	setDefault(&r.L0SlowdownWritesThreshold, 8)
+	setDefault(&r.L0StopWritesThreshold, 12)
+	if r.LBaseMaxBytes == 0 {
+		r.LBaseMaxBytes = 64 << 20
+	}
+	if r.TargetFileSize == 0 {
+		r.TargetFileSize = 2 << 20
+	}
+	if r.FS == nil {
+		r.FS = vfs.Default
+	}
+	if r.FilterPolicy == nil {
+		r.FilterPolicy = uniformBloom(r.BloomBitsPerKey)
+	}
+	return r
+}
+
+func (o *Options) compactionOptions() compaction.Options {
+	return compaction.Options{
+		L0CompactionThreshold: o.L0CompactionThreshold,
+		LBaseMaxBytes:         uint64(o.LBaseMaxBytes),
+	}.WithDefaults()
+}

@@ -1,0 +1,148 @@
+package shale
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/manifest"
+	"github.com/shale-db/shale/sstable"
+)
+
+// LookupTrace is the path of one point lookup, step by step: which memtables
+// and tables it consulted, which it skipped by key range or by filter
+// without any I/O, and which blocks it read. kvsh's `explain get` prints it.
+type LookupTrace struct {
+	Key    []byte
+	Steps  []TraceStep
+	Result string // "found in ...", "deleted in ...", or "absent"
+	Value  []byte // the value found, if any
+}
+
+// TraceStep is one place a lookup looked.
+type TraceStep struct {
+	Source string // "memtable", "immutable memtable 1", "L0 000012.sst", "L3"
+	Level  int    // -1 for memtables
+	// FileNum, Smallest and Largest describe the table, if Source is one.
+	FileNum           uint64
+	Smallest, Largest []byte
+	Outcome           string // what the step decided, in words
+	BlocksFromDisk    int
+	BlocksFromCache   int
+	FilterChecked     bool
+	FilterSkipped     bool // the filter said "definitely not": no I/O
+	FalsePositive     bool // the filter said "maybe" and the table did not hold the key
+}
+
+// TraceGet looks key up like Get and returns the path the lookup took. A key
+// that is absent is not an error: the trace says so.
+func (db *DB) TraceGet(key []byte) (*LookupTrace, error) {
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.leave()
+	t := &LookupTrace{Key: append([]byte{}, key...)}
+	val, err := db.get(key, base.SeqNum(db.visibleSeq.Load()), t)
+	if err != nil && err != ErrNotFound {
+		return t, err
+	}
+	t.Value = val
+	return t, nil
+}
+
+func (t *LookupTrace) memtable(i int, ok bool, kind base.Kind) {
+	src := "memtable"
+	if i > 0 {
+		src = fmt.Sprintf("immutable memtable %d", i)
+	}
+	s := TraceStep{Source: src, Level: -1, Outcome: "miss"}
+	if ok {
+		s.Outcome = found(kind)
+		t.Result = s.Outcome + " in " + src
+	}
+	t.Steps = append(t.Steps, s)
+}
+
+func found(kind base.Kind) string {
+	if kind == base.KindDelete {
+		return "deleted"
+	}
+	return "found"
+}
+
+// levelMiss records a level >= 1 where no file's range holds the key.
+// Empty levels are not steps.
+func (t *LookupTrace) levelMiss(level, files int) {
+	if files == 0 {
+		return
+	}
+	outcome := fmt.Sprintf("no file's key range holds the key (%d files): skipped, no I/O", files)
+	t.Steps = append(t.Steps, TraceStep{Source: fmt.Sprintf("L%d", level), Level: level, Outcome: outcome})
+}
+
+func tableStep(level int, m *manifest.FileMeta) TraceStep {
+	return TraceStep{
+		Source:   fmt.Sprintf("L%d %06d.sst", level, m.FileNum),
+		Level:    level,
+		FileNum:  m.FileNum,
+		Smallest: m.Smallest.UserKey,
+		Largest:  m.Largest.UserKey,
+	}
+}
+
+func (t *LookupTrace) rangeSkip(level int, m *manifest.FileMeta) {
+	s := tableStep(level, m)
+	s.Outcome = "key outside the table's range: skipped, no I/O"
+	t.Steps = append(t.Steps, s)
+}
+
+func (t *LookupTrace) table(level int, m *manifest.FileMeta, st *sstable.GetTrace, ok bool, kind base.Kind) {
+	s := tableStep(level, m)
+	s.FilterChecked = st.FilterChecked
+	s.FilterSkipped = st.FilterChecked && !st.FilterMayContain
+	s.BlocksFromDisk = st.BlocksFromDisk
+	s.BlocksFromCache = st.BlocksFromCache
+	s.FalsePositive = st.FalsePositive
+	switch {
+	case s.FilterSkipped:
+		s.Outcome = "filter: definitely not; skipped, no I/O"
+	case ok:
+		s.Outcome = found(kind)
+		t.Result = s.Outcome + " in " + s.Source
+	case st.FilterChecked:
+		s.Outcome = "filter: maybe; not in the table"
+		if s.FalsePositive {
+			s.Outcome += " (a false positive)"
+		}
+	default:
+		s.Outcome = "no filter; not in the table"
+	}
+	t.Steps = append(t.Steps, s)
+}
+
+// String renders the trace, one numbered line per step.
+func (t *LookupTrace) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "get %s\n", base.FormatKey(t.Key))
+	for i, s := range t.Steps {
+		fmt.Fprintf(&b, "%2d. %-24s", i+1, s.Source)
+		if s.Smallest != nil || s.Largest != nil {
+			fmt.Fprintf(&b, " [%s .. %s]", base.FormatKey(s.Smallest), base.FormatKey(s.Largest))
+		}
+		fmt.Fprintf(&b, " %s", s.Outcome)
+		if s.BlocksFromDisk+s.BlocksFromCache > 0 {
+			fmt.Fprintf(&b, "; blocks read: %d from disk, %d from cache", s.BlocksFromDisk, s.BlocksFromCache)
+		}
+		b.WriteByte('\n')
+	}
+	disk := 0
+	for _, s := range t.Steps {
+		disk += s.BlocksFromDisk
+	}
+	result := t.Result
+	if result == "" {
+		result = "absent"
+	}
+	fmt.Fprintf(&b, "=> %s; %d disk reads\n", result, disk)
+	return b.String()
+}
