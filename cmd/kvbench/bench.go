@@ -1,0 +1,386 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/shale-db/shale"
+)
+
+// allBenchmarks are the workloads, in the default order.
+var allBenchmarks = []string{"fillseq", "fillrandom", "overwrite", "readrandom", "readmissing", "readseq", "seekrandom"}
+
+// config is what the flags say.
+type config struct {
+	benchmarks     []string
+	n              int
+	keySize        int
+	valueSize      int
+	bloomBits      int
+	cacheSize      int
+	sync           bool
+	concurrency    int
+	dir            string
+	compareFilters bool
+	json           bool
+	plot           string
+	seed           int64
+	progress       bool // draw progress bars
+}
+
+func (cfg *config) validate() error {
+	for _, b := range cfg.benchmarks {
+		if _, ok := workloads[b]; !ok {
+			return fmt.Errorf("unknown benchmark %q (known: %s)", b, strings.Join(allBenchmarks, ","))
+		}
+	}
+	switch {
+	case cfg.n < 1:
+		return errors.New("-n must be at least 1")
+	case cfg.keySize < len(strconv.Itoa(cfg.n-1)):
+		return fmt.Errorf("-key-size %d cannot hold %d distinct decimal keys: use at least %d", cfg.keySize, cfg.n, len(strconv.Itoa(cfg.n-1)))
+	case cfg.valueSize < 0:
+		return errors.New("-value-size must not be negative")
+	case cfg.concurrency < 1:
+		return errors.New("-concurrency must be at least 1")
+	case cfg.bloomBits < 1 && cfg.bloomBits != shale.NoFilter:
+		return fmt.Errorf("-bloom-bits must be at least 1, or %d for no filters", shale.NoFilter)
+	case cfg.compareFilters && cfg.bloomBits == shale.NoFilter:
+		return errors.New("-compare-filters needs filters: set -bloom-bits to at least 1")
+	case cfg.compareFilters && !slices.ContainsFunc(cfg.benchmarks, isWrite):
+		return errors.New("-compare-filters needs a write workload (fillseq, fillrandom or overwrite) to build the data")
+	case len(cfg.benchmarks) == 0 && cfg.plot == "":
+		return errors.New("nothing to do: no -benchmarks and no -plot")
+	}
+	return nil
+}
+
+// options returns the store options for a store with bloomBits filters.
+func (cfg *config) options(bloomBits int, autoCompactions bool) *shale.Options {
+	return &shale.Options{
+		BloomBitsPerKey:             bloomBits,
+		BlockCacheSize:              cfg.cacheSize,
+		NoSync:                      !cfg.sync,
+		DisableAutomaticCompactions: !autoCompactions,
+	}
+}
+
+// run runs what cfg asks for and prints the report to out. Progress bars,
+// if cfg.progress, go to progress.
+func run(cfg config, out, progress io.Writer) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	dir := cfg.dir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "kvbench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	} else if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return fmt.Errorf("-dir %s is not empty: kvbench needs a fresh store", dir)
+	}
+	rep := report{Config: reportConfig(cfg)}
+	var err error
+	switch {
+	case cfg.compareFilters:
+		err = compareFilters(cfg, dir, progress, &rep)
+	case len(cfg.benchmarks) > 0:
+		err = single(cfg, dir, progress, &rep)
+	}
+	if err != nil {
+		return err
+	}
+	if cfg.plot != "" {
+		if rep.Plot, err = measurePlot(cfg, filepath.Join(dir, "plot"), progress); err != nil {
+			return err
+		}
+		if err := drawPlot(cfg.plot, rep.Plot); err != nil {
+			return err
+		}
+	}
+	if cfg.json {
+		return rep.writeJSON(out)
+	}
+	rep.writeText(out)
+	return nil
+}
+
+// single runs the benchmarks in order on one store, as a user would run
+// them: automatic compactions on.
+func single(cfg config, dir string, progress io.Writer, rep *report) error {
+	b, err := openBench(cfg, filepath.Join(dir, "store"), cfg.bloomBits, true)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	for _, name := range cfg.benchmarks {
+		r, err := b.run(name, cfg.n, progress)
+		if err != nil {
+			return err
+		}
+		rep.Results = append(rep.Results, r)
+	}
+	rep.Tree = []string{treeShape(b.db.Metrics())}
+	return nil
+}
+
+// compareFilters measures what filters buy: the read workloads run on the
+// same data in the same tree layout, once with filters and once without.
+//
+// Two stores, one with filters and one without, get the same writes (the
+// write workloads of -benchmarks, with the same seed). Background
+// compactions race with the writes, and level targets count bytes, filters
+// included, so the two stores would rarely end in the same shape. So the
+// writes run with automatic compactions off, and then each store is
+// compacted into the bottom level: a layout that depends only on the data.
+// The shapes are checked, and a difference is reported.
+func compareFilters(cfg config, dir string, progress io.Writer, rep *report) error {
+	var writes, reads []string
+	for _, name := range cfg.benchmarks {
+		if isWrite(name) {
+			writes = append(writes, name)
+		} else {
+			reads = append(reads, name)
+		}
+	}
+	stores := []struct {
+		name, dir string
+		bits      int
+	}{
+		{fmt.Sprintf("bloom %d", cfg.bloomBits), "filters", cfg.bloomBits},
+		{"no filter", "nofilter", shale.NoFilter},
+	}
+	var benches []*bench
+	defer func() {
+		for _, b := range benches {
+			b.close()
+		}
+	}()
+	for _, s := range stores {
+		b, err := openBench(cfg, filepath.Join(dir, s.dir), s.bits, false)
+		if err != nil {
+			return err
+		}
+		benches = append(benches, b)
+		for _, name := range writes {
+			r, err := b.run(name, cfg.n, progress)
+			if err != nil {
+				return err
+			}
+			r.Store = s.name
+			rep.Results = append(rep.Results, r)
+		}
+		if err := b.db.Compact(); err != nil {
+			return err
+		}
+		rep.Tree = append(rep.Tree, treeShape(b.db.Metrics()))
+	}
+	same := rep.Tree[0] == rep.Tree[1]
+	rep.SameShape = &same
+	for _, name := range reads {
+		for i, b := range benches {
+			r, err := b.run(name, cfg.n, progress)
+			if err != nil {
+				return err
+			}
+			r.Store = stores[i].name
+			rep.Results = append(rep.Results, r)
+		}
+	}
+	return nil
+}
+
+// bench is one store under test.
+type bench struct {
+	cfg  config
+	db   *shale.DB
+	pool []byte // random bytes that values are cut from
+	perm []int  // fillrandom's order, made on first use
+}
+
+func openBench(cfg config, dir string, bloomBits int, autoCompactions bool) (*bench, error) {
+	db, err := shale.Open(dir, cfg.options(bloomBits, autoCompactions))
+	if err != nil {
+		return nil, err
+	}
+	rng := newRand(cfg.seed, 0)
+	pool := make([]byte, max(1<<20, 2*cfg.valueSize))
+	for i := range pool {
+		pool[i] = byte(rng.Uint32())
+	}
+	return &bench{cfg: cfg, db: db, pool: pool}, nil
+}
+
+func (b *bench) close() { b.db.Close() }
+
+// workload is one benchmark's operation: op does operation i (0 <= i < n)
+// and reports whether it found a key (reads only).
+type workload struct {
+	write bool
+	op    func(w *worker, i int) (bool, error)
+}
+
+var workloads = map[string]workload{
+	"fillseq":    {write: true, op: func(w *worker, i int) (bool, error) { return false, w.put(i) }},
+	"fillrandom": {write: true, op: func(w *worker, i int) (bool, error) { return false, w.put(w.b.perm[i]) }},
+	"overwrite":  {write: true, op: func(w *worker, i int) (bool, error) { return false, w.put(w.rng.IntN(w.b.cfg.n)) }},
+	"readrandom": {op: func(w *worker, i int) (bool, error) {
+		return hit(w.b.db.Get(w.key(w.rng.IntN(w.b.cfg.n))))
+	}},
+	"readmissing": {op: func(w *worker, i int) (bool, error) {
+		return hit(w.b.db.Get(w.missingKey(w.rng.IntN(w.b.cfg.n))))
+	}},
+	"readseq": {op: func(w *worker, i int) (bool, error) {
+		it := w.iter()
+		ok := it.Valid() && it.Next()
+		if !ok { // the first read, or the end: start (again) at key i
+			ok = it.SeekGE(w.key(i))
+		}
+		return ok, it.Error()
+	}},
+	"seekrandom": {op: func(w *worker, i int) (bool, error) {
+		it := w.iter()
+		ok := it.SeekGE(w.key(w.rng.IntN(w.b.cfg.n)))
+		return ok, it.Error()
+	}},
+}
+
+func isWrite(name string) bool { return workloads[name].write }
+
+func hit(_ []byte, err error) (bool, error) {
+	if errors.Is(err, shale.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// run runs n operations of one workload, split among the goroutines.
+func (b *bench) run(name string, n int, progress io.Writer) (result, error) {
+	wl := workloads[name]
+	c := b.cfg.concurrency
+	if name == "fillrandom" && b.perm == nil {
+		b.perm = newRand(b.cfg.seed, 1).Perm(b.cfg.n)
+	}
+	bar := progressbar.NewOptions(n, progressbar.OptionSetWriter(progress),
+		progressbar.OptionSetVisibility(b.cfg.progress), progressbar.OptionSetDescription(name),
+		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionClearOnFinish())
+	before := b.db.Metrics()
+	start := time.Now()
+	var (
+		wg       sync.WaitGroup
+		hits     atomic.Int64
+		errOnce  sync.Once
+		firstErr error
+	)
+	for g := range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := &worker{b: b, rng: newRand(b.cfg.seed, g+2)}
+			defer w.close()
+			lo, hi := g*n/c, (g+1)*n/c
+			var found int64
+			for i := lo; i < hi; i++ {
+				ok, err := wl.op(w, i)
+				if err != nil {
+					errOnce.Do(func() { firstErr = fmt.Errorf("%s: %w", name, err) })
+					return
+				}
+				if ok {
+					found++
+				}
+				if (i-lo)%1024 == 1023 {
+					bar.Add(1024)
+				}
+			}
+			hits.Add(found)
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	bar.Finish()
+	if firstErr != nil {
+		return result{}, firstErr
+	}
+	return newResult(name, n, int(hits.Load()), wl.write, elapsed, before, b.db.Metrics()), nil
+}
+
+// newRand returns the random stream number stream of seed: 0 for values, 1
+// for fillrandom's order, 2 and up for the workers.
+func newRand(seed int64, stream int) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(seed), uint64(stream)))
+}
+
+// worker is one goroutine's state.
+type worker struct {
+	b      *bench
+	rng    *rand.Rand
+	keyBuf []byte
+	it     *shale.Iterator
+}
+
+// key returns key i: i in decimal, zero-padded to the key size. The slice
+// is reused by the next call.
+func (w *worker) key(i int) []byte {
+	size := w.b.cfg.keySize
+	if cap(w.keyBuf) < size+1 {
+		w.keyBuf = make([]byte, size, size+1) // room for missingKey's "."
+	}
+	k := w.keyBuf[:size]
+	for j := size - 1; j >= 0; j-- {
+		k[j] = byte('0' + i%10)
+		i /= 10
+	}
+	return k
+}
+
+// missingKey returns a key that is never written: key i followed by ".",
+// which sorts between key i and key i+1.
+func (w *worker) missingKey(i int) []byte { return append(w.key(i), '.') }
+
+func (w *worker) put(i int) error {
+	off := w.rng.IntN(len(w.b.pool) - w.b.cfg.valueSize + 1)
+	return w.b.db.Put(w.key(i), w.b.pool[off:off+w.b.cfg.valueSize])
+}
+
+// iter returns the worker's iterator, opening it on first use.
+func (w *worker) iter() *shale.Iterator {
+	if w.it == nil {
+		w.it = w.b.db.NewIter(nil)
+	}
+	return w.it
+}
+
+func (w *worker) close() {
+	if w.it != nil {
+		w.it.Close()
+	}
+}
+
+// treeShape names the number of tables in each non-empty level.
+func treeShape(m shale.Metrics) string {
+	var levels []string
+	for i, l := range m.Levels {
+		if l.Files > 0 {
+			levels = append(levels, fmt.Sprintf("L%d: %d", i, l.Files))
+		}
+	}
+	if len(levels) == 0 {
+		return "no tables"
+	}
+	return "tables " + strings.Join(levels, ", ")
+}

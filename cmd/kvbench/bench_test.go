@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"image/png"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func smallConfig() config {
+	return config{
+		benchmarks:  allBenchmarks,
+		n:           2000,
+		keySize:     16,
+		valueSize:   100,
+		bloomBits:   10,
+		cacheSize:   -1, // every block a lookup needs is a disk read
+		concurrency: 2,
+		seed:        1,
+	}
+}
+
+// TestSingle runs every workload on one store and checks the table.
+func TestSingle(t *testing.T) {
+	cfg := smallConfig()
+	var out bytes.Buffer
+	if err := run(cfg, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	t.Log("\n" + text)
+	for _, b := range allBenchmarks {
+		if !regexp.MustCompile(`(?m)^ +` + b + ` +\d+ +\d+\.\d\d `).MatchString(text) {
+			t.Errorf("no row for %s", b)
+		}
+	}
+	if !strings.Contains(text, "tree after the run: ") {
+		t.Error("no tree shape")
+	}
+}
+
+// TestCompareFilters checks that the two stores end in the same shape, that
+// reads find what they should, and that filters save disk reads on absent
+// keys and not on present ones.
+func TestCompareFilters(t *testing.T) {
+	cfg := smallConfig()
+	cfg.benchmarks = []string{"fillrandom", "overwrite", "readrandom", "readmissing", "seekrandom"}
+	cfg.compareFilters = true
+	cfg.json = true
+	var out bytes.Buffer
+	if err := run(cfg, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.SameShape == nil || !*rep.SameShape {
+		t.Errorf("trees differ: %q", rep.Tree)
+	}
+	got := map[string]result{}
+	for _, r := range rep.Results {
+		got[r.Benchmark+"/"+r.Store] = r
+	}
+	with, without := got["readmissing/bloom 10"], got["readmissing/no filter"]
+	if with.Found != 0 || without.Found != 0 {
+		t.Errorf("readmissing found %d and %d keys, want none", with.Found, without.Found)
+	}
+	if without.DiskReadsPerOp < 0.9 || with.DiskReadsPerOp > 0.1 {
+		t.Errorf("disk reads per absent lookup: %.3f with filters, %.3f without; want about 0.01 and at least 1",
+			with.DiskReadsPerOp, without.DiskReadsPerOp)
+	}
+	if with.FilterSkipsPerOp < 0.9 || without.FilterSkipsPerOp != 0 {
+		t.Errorf("filter skips per absent lookup: %.3f with filters, %.3f without", with.FilterSkipsPerOp, without.FilterSkipsPerOp)
+	}
+	for _, store := range []string{"bloom 10", "no filter"} {
+		if r := got["readrandom/"+store]; r.Found != r.Ops || r.Ops != cfg.n {
+			t.Errorf("readrandom on %s found %d of %d", store, r.Found, r.Ops)
+		}
+	}
+	if a, b := got["readrandom/bloom 10"], got["readrandom/no filter"]; a.DiskReadsPerOp != b.DiskReadsPerOp {
+		t.Errorf("present keys: %.3f disk reads per lookup with filters, %.3f without; want the same", a.DiskReadsPerOp, b.DiskReadsPerOp)
+	}
+
+	var text bytes.Buffer
+	rep.writeText(&text)
+	t.Log("\n" + text.String())
+	for _, row := range []string{"fillrandom   bloom 10", "fillrandom  no filter", "readrandom", "readmissing", "seekrandom"} {
+		if !strings.Contains(text.String(), row) {
+			t.Errorf("no row %q", row)
+		}
+	}
+}
+
+func TestPlot(t *testing.T) {
+	cfg := smallConfig()
+	cfg.n = 300
+	cfg.benchmarks = nil
+	cfg.plot = filepath.Join(t.TempDir(), "plot.png")
+	var out bytes.Buffer
+	if err := run(cfg, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(cfg.plot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() < 1000 || b.Dy() < 400 {
+		t.Errorf("picture is %v", b)
+	}
+	for _, row := range []string{"\n         2   0.", "\n        20   0.", "\n      16  "} {
+		if !strings.Contains(out.String(), row) {
+			t.Errorf("no row %q in\n%s", row, out.String())
+		}
+	}
+}
+
+func TestFormula(t *testing.T) {
+	// The rates the design names: 5 bits ~ 9%, 10 ~ 0.8%, 15 ~ 0.07%.
+	for bits, want := range map[int]float64{5: 0.092, 10: 0.0082, 15: 0.00074} {
+		if got := formulaFPR(bits); got < want*0.95 || got > want*1.05 {
+			t.Errorf("formulaFPR(%d) = %.5f, want about %.5f", bits, got, want)
+		}
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	nonEmpty := t.TempDir()
+	if err := os.WriteFile(filepath.Join(nonEmpty, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		change func(*config)
+		want   string
+	}{
+		{func(c *config) { c.benchmarks = []string{"readfast"} }, `unknown benchmark "readfast"`},
+		{func(c *config) { c.n = 0 }, "-n must be at least 1"},
+		{func(c *config) { c.keySize = 3 }, "-key-size 3 cannot hold 2000 distinct decimal keys: use at least 4"},
+		{func(c *config) { c.concurrency = 0 }, "-concurrency must be at least 1"},
+		{func(c *config) { c.bloomBits = 0 }, "-bloom-bits must be at least 1, or -1 for no filters"},
+		{func(c *config) { c.compareFilters, c.bloomBits = true, -1 }, "-compare-filters needs filters"},
+		{func(c *config) { c.compareFilters, c.benchmarks = true, []string{"readrandom"} }, "-compare-filters needs a write workload"},
+		{func(c *config) { c.benchmarks = nil }, "nothing to do"},
+		{func(c *config) { c.dir = nonEmpty }, "is not empty"},
+	} {
+		cfg := smallConfig()
+		tc.change(&cfg)
+		err := run(cfg, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want %s", err, tc.want)
+		}
+	}
+}
+
+func TestKeys(t *testing.T) {
+	cfg := smallConfig()
+	cfg.keySize = 6
+	w := &worker{b: &bench{cfg: cfg}}
+	for i, want := range map[int]string{0: "000000", 42: "000042", 123456: "123456"} {
+		if got := string(w.key(i)); got != want {
+			t.Errorf("key(%d) = %s, want %s", i, got, want)
+		}
+	}
+	if got := string(w.missingKey(42)); got != "000042." {
+		t.Errorf("missingKey(42) = %s", got)
+	}
+}

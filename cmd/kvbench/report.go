@@ -1,0 +1,170 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/shale-db/shale"
+)
+
+// result is one workload's measurements. Per-op figures are the store's
+// metrics counters over the workload divided by its operations.
+type result struct {
+	Benchmark string `json:"benchmark"`
+	// Store is "bloom N" or "no filter" with -compare-filters, else empty.
+	Store               string  `json:"store,omitempty"`
+	Write               bool    `json:"write"`
+	Ops                 int     `json:"ops"`
+	Found               int     `json:"found"` // reads that found an entry
+	Seconds             float64 `json:"seconds"`
+	OpsPerSec           float64 `json:"ops_per_sec"`
+	MicrosPerOp         float64 `json:"us_per_op"`
+	DiskReadsPerOp      float64 `json:"disk_reads_per_op"`
+	FilterSkipsPerOp    float64 `json:"filter_skips_per_op"`
+	FalsePositivesPerOp float64 `json:"false_positives_per_op"`
+}
+
+func newResult(name string, ops, found int, write bool, elapsed time.Duration, before, after shale.Metrics) result {
+	perOp := func(n int64) float64 { return float64(n) / float64(ops) }
+	return result{
+		Benchmark:           name,
+		Write:               write,
+		Ops:                 ops,
+		Found:               found,
+		Seconds:             elapsed.Seconds(),
+		OpsPerSec:           float64(ops) / elapsed.Seconds(),
+		MicrosPerOp:         float64(elapsed.Microseconds()) / float64(ops),
+		DiskReadsPerOp:      perOp(after.DiskReads - before.DiskReads),
+		FilterSkipsPerOp:    perOp(after.FilterSkips - before.FilterSkips),
+		FalsePositivesPerOp: perOp(after.FilterFalsePositives - before.FilterFalsePositives),
+	}
+}
+
+// report is everything kvbench prints.
+type report struct {
+	Config  configReport `json:"config"`
+	Results []result     `json:"results"`
+	// Tree is the shape of the store after the run; with -compare-filters,
+	// of each store after the build, and whether the two are the same.
+	Tree      []string  `json:"tree"`
+	SameShape *bool     `json:"same_shape,omitempty"`
+	Plot      *plotData `json:"plot,omitempty"`
+}
+
+type configReport struct {
+	N              int  `json:"n"`
+	KeySize        int  `json:"key_size"`
+	ValueSize      int  `json:"value_size"`
+	BloomBits      int  `json:"bloom_bits"`
+	CacheSize      int  `json:"cache_size"`
+	Sync           bool `json:"sync"`
+	Concurrency    int  `json:"concurrency"`
+	CompareFilters bool `json:"compare_filters"`
+}
+
+func reportConfig(cfg config) configReport {
+	return configReport{cfg.n, cfg.keySize, cfg.valueSize, cfg.bloomBits, cfg.cacheSize, cfg.sync, cfg.concurrency, cfg.compareFilters}
+}
+
+func (r *report) writeJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+func (r *report) writeText(w io.Writer) {
+	c := r.Config
+	filters := "no filters"
+	if c.BloomBits > 0 {
+		filters = fmt.Sprintf("bloom %d bits/key", c.BloomBits)
+	}
+	cache := fmt.Sprintf("block cache %d KiB", c.CacheSize>>10)
+	switch {
+	case c.CacheSize < 0:
+		cache = "no block cache"
+	case c.CacheSize == 0:
+		cache = "default block cache"
+	}
+	sync := "no fsync"
+	if c.Sync {
+		sync = "fsync per write"
+	}
+	fmt.Fprintf(w, "n=%d, keys %d B, values %d B, %s, %s, %s, goroutines: %d\n",
+		c.N, c.KeySize, c.ValueSize, filters, cache, sync, c.Concurrency)
+	if len(r.Results) > 0 && !c.CompareFilters {
+		writeTable(w, r.Results)
+		fmt.Fprintf(w, "tree after the run: %s\n", r.Tree[0])
+	}
+	if c.CompareFilters {
+		r.writeComparison(w)
+	}
+	if r.Plot != nil {
+		r.Plot.writeText(w)
+	}
+}
+
+// writeTable prints results one per row, with a store column if they come
+// from more than one store.
+func writeTable(w io.Writer, results []result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	withStore := slices.ContainsFunc(results, func(x result) bool { return x.Store != "" })
+	store := func(x result) string {
+		if withStore {
+			return x.Store + "\t"
+		}
+		return ""
+	}
+	fmt.Fprintf(tw, "benchmark\t%sops/s\tµs/op\tdisk reads/op\tfilter skips/op\tfalse pos/op\tfound\t\n", store(result{Store: "store"}))
+	for _, x := range results {
+		fmt.Fprintf(tw, "%s\t%s%.0f\t%.2f\t%.3f\t%.3f\t%.4f\t%s\t\n", x.Benchmark, store(x),
+			x.OpsPerSec, x.MicrosPerOp, x.DiskReadsPerOp, x.FilterSkipsPerOp, x.FalsePositivesPerOp, foundShare(x))
+	}
+	tw.Flush()
+}
+
+func foundShare(x result) string {
+	if x.Write {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(x.Found)/float64(x.Ops))
+}
+
+// writeComparison prints the builds, the two trees, and each read workload
+// with filters and without, side by side.
+func (r *report) writeComparison(w io.Writer) {
+	var writes, reads []result
+	for _, x := range r.Results {
+		if x.Write {
+			writes = append(writes, x)
+		} else {
+			reads = append(reads, x)
+		}
+	}
+	fmt.Fprintln(w, "build (automatic compactions off while writing, then compacted into the bottom level):")
+	writeTable(w, writes)
+	fmt.Fprintf(w, "tree with filters: %s\ntree without:      %s\n", r.Tree[0], r.Tree[1])
+	if !*r.SameShape {
+		fmt.Fprintln(w, "WARNING: the two trees differ in shape, so the reads below do not compare like with like")
+	}
+	if len(reads) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "reads, with filters | without filters:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "benchmark\tops/s\tµs/op\tdisk reads/op\tfilter skips/op\tfalse pos/op\tfound\t|\tops/s\tµs/op\tdisk reads/op\tfound\t")
+	for i := 0; i+1 < len(reads); i += 2 {
+		a, b := reads[i], reads[i+1]
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.3f\t%.3f\t%.4f\t%s\t|\t%.0f\t%.2f\t%.3f\t%s\t\n", a.Benchmark,
+			a.OpsPerSec, a.MicrosPerOp, a.DiskReadsPerOp, a.FilterSkipsPerOp, a.FalsePositivesPerOp, foundShare(a),
+			b.OpsPerSec, b.MicrosPerOp, b.DiskReadsPerOp, foundShare(b))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, strings.TrimSpace(`
+disk reads/op: SSTable blocks read from files, not the block cache. filter skips/op: tables a
+lookup ruled out by filter, no I/O. false pos/op: tables whose filter said maybe, without the key.`))
+}

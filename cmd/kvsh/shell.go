@@ -1,0 +1,695 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/shale-db/shale"
+)
+
+// shell interprets kvsh commands against one open store. It knows nothing
+// of terminals: run feeds it lines, and it writes results to out.
+type shell struct {
+	out         io.Writer
+	interactive bool // out is a terminal: show progress bars
+	dir         string
+	opts        shale.Options
+	db          *shale.DB       // nil only after a failed reopen
+	batch       *shale.Batch    // non-nil between batch and commit or abort
+	snap        *shale.Snapshot // non-nil while get, scan and count read a snapshot
+	now         func() time.Time
+	rng         *rand.Rand // load's keys and values
+}
+
+// errQuit is what quit returns to end the session.
+var errQuit = errors.New("quit")
+
+// loadBatchSize is how many writes load puts in one batch.
+const loadBatchSize = 1000
+
+// maxBloomBits bounds `bloom BITS`: past it a filter costs memory and buys
+// nothing measurable.
+const maxBloomBits = 64
+
+// newShell opens the store in dir (see openStore) with default options.
+func newShell(out io.Writer, dir string, interactive bool) (*shell, error) {
+	sh := &shell{out: out, interactive: interactive, dir: dir, now: time.Now}
+	sh.rng = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
+	db, err := openStore(dir, &sh.opts)
+	if err != nil {
+		return nil, err
+	}
+	sh.db = db
+	return sh, nil
+}
+
+// openStore opens or creates the store in dir, but refuses a directory that
+// holds other files and no store, so that a mistyped path never scatters
+// store files into, say, a home directory.
+func openStore(dir string, opts *shale.Options) (*shale.DB, error) {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		// Open creates it.
+	case err != nil:
+		return nil, err
+	default:
+		others := slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() != "LOCK" })
+		hasCurrent := slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == "CURRENT" })
+		if others && !hasCurrent {
+			return nil, fmt.Errorf("%s is not a shale store (no CURRENT file) and is not empty", dir)
+		}
+	}
+	return shale.Open(dir, opts)
+}
+
+// close ends the session: it discards an uncommitted batch (saying so),
+// releases the snapshot and closes the store.
+func (sh *shell) close() error {
+	if sh.batch != nil && sh.batch.Count() > 0 {
+		fmt.Fprintf(sh.out, "discarded the uncommitted batch of %s\n", plural(sh.batch.Count(), "write"))
+	}
+	sh.batch = nil
+	sh.releaseSnapshot()
+	if sh.db == nil {
+		return nil
+	}
+	err := sh.db.Close()
+	sh.db = nil
+	return err
+}
+
+func (sh *shell) releaseSnapshot() {
+	if sh.snap != nil {
+		sh.snap.Close() // only fails if already closed
+		sh.snap = nil
+	}
+}
+
+// prompt is the interactive prompt; it shows a batch or a snapshot.
+func (sh *shell) prompt() string {
+	switch {
+	case sh.batch != nil:
+		return fmt.Sprintf("shale batch(%d)> ", sh.batch.Count())
+	case sh.snap != nil:
+		return "shale snapshot> "
+	}
+	return "shale> "
+}
+
+// exec runs one command line and reports whether it asked to quit. Errors
+// are printed as one line each; none ends the session.
+func (sh *shell) exec(line string) (quit bool) {
+	line = strings.TrimSpace(line)
+	if line == "" || line[0] == '#' {
+		return false
+	}
+	err := sh.execWords(line)
+	if errors.Is(err, errQuit) {
+		return true
+	}
+	if err != nil {
+		fmt.Fprintf(sh.out, "error: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	}
+	return false
+}
+
+func (sh *shell) execWords(line string) error {
+	words, err := splitLine(line)
+	if err != nil {
+		return err
+	}
+	c := lookup(words[0].text)
+	if c == nil {
+		return fmt.Errorf("unknown command %s (help lists them)", formatBytes([]byte(words[0].text)))
+	}
+	args, opts, err := c.parse(words[1:])
+	if err != nil {
+		return err
+	}
+	switch {
+	case sh.batch != nil && !c.inBatch:
+		return fmt.Errorf("%s is not allowed in a batch: commit or abort first", c.name)
+	case sh.db == nil && !c.noDB:
+		return errors.New("no store is open: open DIR")
+	}
+	return c.run(sh, args, opts)
+}
+
+// command is one kvsh command.
+type command struct {
+	name    string
+	args    string // its arguments, as help shows them
+	summary string // one line for help
+	detail  string // more for help CMD; may be empty
+	min     int    // positional arguments
+	max     int
+	options []string // the name=N options it takes
+	inBatch bool     // allowed between batch and commit
+	noDB    bool     // works with no store open
+	run     func(sh *shell, args []string, opts map[string]string) error
+}
+
+func (c *command) usage() string { return strings.TrimSpace(c.name + " " + c.args) }
+
+// parse splits words into positional arguments and name=value options. A
+// bare word that looks like an option the command does not take is an
+// error; quote it to make it data.
+func (c *command) parse(words []word) ([]string, map[string]string, error) {
+	var args []string
+	opts := map[string]string{}
+	for _, w := range words {
+		name, val, isOpt := strings.Cut(w.text, "=")
+		switch {
+		case w.literal || !isOpt || len(c.options) == 0:
+		case slices.Contains(c.options, name):
+			opts[name] = val
+			continue
+		default:
+			return nil, nil, fmt.Errorf("%s takes no option %s= (usage: %s; quote data that contains =)", c.name, name, c.usage())
+		}
+		args = append(args, w.text)
+	}
+	if len(args) < c.min || len(args) > c.max {
+		return nil, nil, fmt.Errorf("usage: %s", c.usage())
+	}
+	return args, opts, nil
+}
+
+// commands is the command table, in the order help lists it. It is filled
+// in by init because help refers to it.
+var commands []command
+
+func init() {
+	commands = []command{
+		{name: "put", args: "KEY VALUE", summary: "set KEY to VALUE", min: 2, max: 2, inBatch: true, run: cmdPut},
+		{name: "get", args: "KEY", summary: "print KEY's value", min: 1, max: 1, inBatch: true, run: cmdGet,
+			detail: "Reads the snapshot if one is open. In a batch, reads the committed store: queued writes are not visible until commit."},
+		{name: "del", args: "KEY", summary: "delete KEY (deleting an absent key is fine)", min: 1, max: 1, inBatch: true, run: cmdDel},
+		{name: "scan", args: "[FROM [TO]] [limit=N]", summary: "print the entries with FROM <= key < TO, in order", max: 2, options: []string{"limit"}, inBatch: true, run: cmdScan,
+			detail: "Prints at most limit entries (default 100), one per line as KEY VALUE. Reads the snapshot if one is open."},
+		{name: "count", args: "[FROM [TO]]", summary: "count the entries with FROM <= key < TO", max: 2, inBatch: true, run: cmdCount,
+			detail: "Reads the snapshot if one is open."},
+		{name: "batch", summary: "start a batch: put and del are queued until commit", run: cmdBatch,
+			detail: "commit applies the queued writes atomically (all or none, also across a crash); abort discards them. get, scan, count, explain, stats and help work in a batch and read the committed store."},
+		{name: "commit", summary: "apply the batch atomically", inBatch: true, run: cmdCommit},
+		{name: "abort", summary: "discard the batch", inBatch: true, run: cmdAbort},
+		{name: "snapshot", args: "[off]", summary: "take a snapshot for get, scan and count to read; snapshot off releases it", max: 1, run: cmdSnapshot,
+			detail: "While a snapshot is open, get, scan and count see the store as it was when it was taken; put and del still write to the live store and show once it is released. snapshot again replaces it with a fresh one. explain get always traces the live store. Compactions keep every version the snapshot can see until it is released."},
+		{name: "flush", summary: "write the memtable to an L0 table", run: cmdFlush},
+		{name: "compact", summary: "compact the whole store into the bottom level", run: cmdCompact},
+		{name: "stats", summary: "print the metrics: the tree per level, reads, filters, cache, writes", inBatch: true, run: cmdStats},
+		{name: "load", args: "N [keysize=16] [valsize=100]", summary: "write N random keys and values", min: 1, max: 1, options: []string{"keysize", "valsize"}, run: cmdLoad,
+			detail: "Keys and values are random lowercase letters and digits, written in batches of 1000."},
+		{name: "bloom", args: "[on|off|BITS]", summary: "set the Bloom filter of tables written from now on", max: 1, run: cmdBloom,
+			detail: "on is 10 bits/key, off writes no filter, BITS is 1 to 64 bits/key. The setting is an Open option, so the store is closed and reopened; existing tables keep the filters they have until a compaction rewrites them. With no argument, prints the setting."},
+		{name: "autocompact", args: "[on|off]", summary: "turn automatic compactions on or off (on by default)", max: 1, run: cmdAutocompact,
+			detail: "Off keeps every flushed table in L0, to see how lookups cost with many overlapping tables; compact still works. Like bloom, this reopens the store. With no argument, prints the setting."},
+		{name: "explain", args: "get KEY", summary: "look KEY up and print each step: memtables, tables, filters, block reads", min: 2, max: 2, inBatch: true, run: cmdExplain},
+		{name: "open", args: "DIR", summary: "close this store and open (or create) the one in DIR", min: 1, max: 1, noDB: true, run: cmdOpen,
+			detail: "The bloom and autocompact settings carry over. A directory that holds files but no store is refused, and the current store stays open if DIR cannot be opened."},
+		{name: "help", args: "[CMD]", summary: "list the commands, or describe one", max: 1, inBatch: true, noDB: true, run: cmdHelp},
+		{name: "quit", summary: "close the store and leave (also exit, or end of input)", inBatch: true, noDB: true, run: cmdQuit},
+		{name: "exit", summary: "same as quit", inBatch: true, noDB: true, run: cmdQuit},
+	}
+}
+
+func lookup(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
+
+func cmdPut(sh *shell, args []string, _ map[string]string) error {
+	if sh.batch != nil {
+		sh.batch.Put([]byte(args[0]), []byte(args[1]))
+		return sh.queued()
+	}
+	return sh.ok(sh.db.Put([]byte(args[0]), []byte(args[1])))
+}
+
+func cmdDel(sh *shell, args []string, _ map[string]string) error {
+	if sh.batch != nil {
+		sh.batch.Delete([]byte(args[0]))
+		return sh.queued()
+	}
+	return sh.ok(sh.db.Delete([]byte(args[0])))
+}
+
+func (sh *shell) queued() error {
+	fmt.Fprintf(sh.out, "queued (%s in the batch)\n", plural(sh.batch.Count(), "write"))
+	return nil
+}
+
+func (sh *shell) ok(err error) error {
+	if err == nil {
+		fmt.Fprintln(sh.out, "ok")
+	}
+	return err
+}
+
+func cmdGet(sh *shell, args []string, _ map[string]string) error {
+	var val []byte
+	var err error
+	if sh.snap != nil {
+		val, err = sh.snap.Get([]byte(args[0]))
+	} else {
+		val, err = sh.db.Get([]byte(args[0]))
+	}
+	if errors.Is(err, shale.ErrNotFound) {
+		fmt.Fprintln(sh.out, "(not found)")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(sh.out, formatBytes(val))
+	return nil
+}
+
+// newIter returns an iterator over [args[0], args[1]) of the snapshot, if
+// one is open, or of the store.
+func (sh *shell) newIter(args []string) *shale.Iterator {
+	var o shale.IterOptions
+	if len(args) > 0 {
+		o.LowerBound = []byte(args[0])
+	}
+	if len(args) > 1 {
+		o.UpperBound = []byte(args[1])
+	}
+	if sh.snap != nil {
+		return sh.snap.NewIter(&o)
+	}
+	return sh.db.NewIter(&o)
+}
+
+func cmdScan(sh *shell, args []string, opts map[string]string) error {
+	limit, err := intOption(opts, "limit", 100, 1)
+	if err != nil {
+		return err
+	}
+	it := sh.newIter(args)
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if n == limit {
+			fmt.Fprintf(sh.out, "(stopped at limit=%d: more entries follow)\n", limit)
+			return it.Close()
+		}
+		fmt.Fprintf(sh.out, "%s %s\n", formatBytes(it.Key()), formatBytes(it.Value()))
+		n++
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(sh.out, "(%s)\n", plural(n, "entry"))
+	return nil
+}
+
+func cmdCount(sh *shell, args []string, _ map[string]string) error {
+	it := sh.newIter(args)
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintln(sh.out, n)
+	return nil
+}
+
+func cmdBatch(sh *shell, _ []string, _ map[string]string) error {
+	sh.batch = sh.db.NewBatch()
+	fmt.Fprintln(sh.out, "batch started: put and del are queued until commit (or abort)")
+	return nil
+}
+
+func cmdCommit(sh *shell, _ []string, _ map[string]string) error {
+	if sh.batch == nil {
+		return errors.New("no batch to commit (batch starts one)")
+	}
+	if err := sh.db.Apply(sh.batch); err != nil {
+		return fmt.Errorf("commit failed, the batch is still open (abort discards it): %w", err)
+	}
+	fmt.Fprintf(sh.out, "committed %s\n", plural(sh.batch.Count(), "write"))
+	sh.batch = nil
+	return nil
+}
+
+func cmdAbort(sh *shell, _ []string, _ map[string]string) error {
+	if sh.batch == nil {
+		return errors.New("no batch to abort")
+	}
+	fmt.Fprintf(sh.out, "discarded %s\n", plural(sh.batch.Count(), "write"))
+	sh.batch = nil
+	return nil
+}
+
+func cmdSnapshot(sh *shell, args []string, _ map[string]string) error {
+	if len(args) == 1 {
+		if args[0] != "off" {
+			return errors.New("usage: snapshot [off]")
+		}
+		if sh.snap == nil {
+			return errors.New("no snapshot is open")
+		}
+		sh.releaseSnapshot()
+		fmt.Fprintln(sh.out, "snapshot released: reads see the live store")
+		return nil
+	}
+	if sh.snap != nil {
+		sh.releaseSnapshot()
+		fmt.Fprint(sh.out, "released the previous snapshot; ")
+	}
+	sh.snap = sh.db.NewSnapshot()
+	fmt.Fprintln(sh.out, "snapshot taken: get, scan and count read it until snapshot off")
+	return nil
+}
+
+func cmdFlush(sh *shell, _ []string, _ map[string]string) error {
+	if err := sh.db.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(sh.out, "flushed; %s\n", treeShape(sh.db.Metrics()))
+	return nil
+}
+
+func cmdCompact(sh *shell, _ []string, _ map[string]string) error {
+	if err := sh.db.Compact(); err != nil {
+		return err
+	}
+	fmt.Fprintf(sh.out, "compacted; %s\n", treeShape(sh.db.Metrics()))
+	return nil
+}
+
+// treeShape names the number of tables in each non-empty level.
+func treeShape(m shale.Metrics) string {
+	var levels []string
+	for i, l := range m.Levels {
+		if l.Files > 0 {
+			levels = append(levels, fmt.Sprintf("L%d: %s", i, plural(l.Files, "table")))
+		}
+	}
+	if len(levels) == 0 {
+		return "no tables"
+	}
+	return "tables " + strings.Join(levels, ", ")
+}
+
+func cmdStats(sh *shell, _ []string, _ map[string]string) error {
+	fmt.Fprint(sh.out, sh.db.Metrics().String())
+	fmt.Fprintf(sh.out, "new tables get %s\n", describeBloom(sh.opts.BloomBitsPerKey))
+	return nil
+}
+
+func cmdLoad(sh *shell, args []string, opts map[string]string) error {
+	n, err := parseInt("N", args[0], 1)
+	if err != nil {
+		return err
+	}
+	keySize, err := intOption(opts, "keysize", 16, 1)
+	if err != nil {
+		return err
+	}
+	valSize, err := intOption(opts, "valsize", 100, 0)
+	if err != nil {
+		return err
+	}
+	var bar *progressbar.ProgressBar
+	if sh.interactive {
+		bar = progressbar.NewOptions(n, progressbar.OptionSetWriter(sh.out),
+			progressbar.OptionSetDescription("load"), progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(), progressbar.OptionClearOnFinish())
+	}
+	start := sh.now()
+	b := sh.db.NewBatch()
+	key, val := make([]byte, keySize), make([]byte, valSize)
+	for done := 0; done < n; {
+		b.Reset()
+		m := min(loadBatchSize, n-done)
+		for range m {
+			sh.randomize(key)
+			sh.randomize(val)
+			b.Put(key, val)
+		}
+		if err := sh.db.Apply(b); err != nil {
+			return fmt.Errorf("after %d keys: %w", done, err)
+		}
+		done += m
+		if bar != nil {
+			bar.Add(m)
+		}
+	}
+	if bar != nil {
+		bar.Finish()
+	}
+	elapsed := sh.now().Sub(start)
+	fmt.Fprintf(sh.out, "loaded %s (%d-byte keys, %d-byte values) in %v",
+		plural(n, "random key"), keySize, valSize, elapsed.Round(time.Millisecond))
+	if elapsed > 0 {
+		fmt.Fprintf(sh.out, ": %.0f keys/s", float64(n)/elapsed.Seconds())
+	}
+	fmt.Fprintln(sh.out)
+	return nil
+}
+
+const loadAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+func (sh *shell) randomize(b []byte) {
+	for i := range b {
+		b[i] = loadAlphabet[sh.rng.IntN(len(loadAlphabet))]
+	}
+}
+
+func cmdBloom(sh *shell, args []string, _ map[string]string) error {
+	if len(args) == 0 {
+		fmt.Fprintf(sh.out, "new tables get %s\n", describeBloom(sh.opts.BloomBitsPerKey))
+		return nil
+	}
+	var bits int
+	switch args[0] {
+	case "on":
+		bits = 10
+	case "off":
+		bits = shale.NoFilter
+	default:
+		n, err := parseInt("BITS", args[0], 1)
+		if err != nil || n > maxBloomBits {
+			return fmt.Errorf("usage: bloom on|off|BITS (BITS from 1 to %d)", maxBloomBits)
+		}
+		bits = n
+	}
+	opts := sh.opts
+	opts.BloomBitsPerKey = bits
+	if err := sh.reopen(opts); err != nil {
+		return err
+	}
+	fmt.Fprintf(sh.out, "closed and reopened %s: tables written from now on (flushes, compactions) get %s; existing tables keep theirs\n",
+		sh.dir, describeBloom(bits))
+	return nil
+}
+
+func cmdAutocompact(sh *shell, args []string, _ map[string]string) error {
+	if len(args) == 0 {
+		fmt.Fprintf(sh.out, "automatic compactions are %s\n", onOff(!sh.opts.DisableAutomaticCompactions))
+		return nil
+	}
+	if args[0] != "on" && args[0] != "off" {
+		return errors.New("usage: autocompact [on|off]")
+	}
+	opts := sh.opts
+	opts.DisableAutomaticCompactions = args[0] == "off"
+	if err := sh.reopen(opts); err != nil {
+		return err
+	}
+	fmt.Fprintf(sh.out, "closed and reopened %s: automatic compactions are %s\n", sh.dir, args[0])
+	return nil
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+// reopen closes the store and opens it again with opts, which is how an
+// Open option changes. It refuses while a snapshot is open, since closing
+// would end it.
+func (sh *shell) reopen(opts shale.Options) error {
+	if sh.snap != nil {
+		return errors.New("a snapshot is open and reopening the store would end it: snapshot off first")
+	}
+	err := sh.db.Close()
+	sh.db = nil
+	if err != nil {
+		return fmt.Errorf("closing to reopen: %w", err)
+	}
+	db, err := shale.Open(sh.dir, &opts)
+	if err != nil {
+		return fmt.Errorf("reopening: %w", err)
+	}
+	sh.db, sh.opts = db, opts
+	return nil
+}
+
+func describeBloom(bits int) string {
+	switch {
+	case bits == 0:
+		return "Bloom filters at 10 bits/key (the default)"
+	case bits < 0:
+		return "no filter"
+	}
+	return fmt.Sprintf("Bloom filters at %d bits/key", bits)
+}
+
+func cmdExplain(sh *shell, args []string, _ map[string]string) error {
+	if args[0] != "get" {
+		return errors.New("usage: explain get KEY")
+	}
+	t, err := sh.db.TraceGet([]byte(args[1]))
+	if err != nil {
+		return err
+	}
+	if sh.snap != nil {
+		fmt.Fprintln(sh.out, "(tracing the live store, not the snapshot)")
+	}
+	writeTrace(sh.out, t)
+	return nil
+}
+
+// writeTrace prints a lookup's trace: one numbered line per place it looked,
+// then the result and what the lookup cost.
+func writeTrace(w io.Writer, t *shale.LookupTrace) {
+	fmt.Fprintf(w, "explain get %s\n", formatBytes(t.Key))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var disk, cached, checked, skipped, falsePos int
+	for i, s := range t.Steps {
+		keyRange := ""
+		if s.FileNum != 0 {
+			keyRange = fmt.Sprintf("[%s .. %s]", formatBytes(s.Smallest), formatBytes(s.Largest))
+		}
+		outcome := s.Outcome
+		if s.BlocksFromDisk+s.BlocksFromCache > 0 {
+			outcome += fmt.Sprintf("; blocks: %d from disk, %d from cache", s.BlocksFromDisk, s.BlocksFromCache)
+		}
+		fmt.Fprintf(tw, "  %d.\t%s\t%s\t%s\n", i+1, s.Source, keyRange, outcome)
+		disk += s.BlocksFromDisk
+		cached += s.BlocksFromCache
+		checked += count(s.FilterChecked)
+		skipped += count(s.FilterSkipped)
+		falsePos += count(s.FalsePositive)
+	}
+	tw.Flush()
+	result := t.Result
+	if result == "" {
+		result = "absent"
+	}
+	if t.Value != nil {
+		result += ": " + formatBytes(t.Value)
+	}
+	fmt.Fprintf(w, "=> %s\n=> %s from disk, %d from cache; filters: %d checked, %d skipped, %s\n",
+		result, plural(disk, "block"), cached, checked, skipped, plural(falsePos, "false positive"))
+}
+
+func count(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func cmdOpen(sh *shell, args []string, _ map[string]string) error {
+	dir := args[0]
+	if sh.snap != nil {
+		return errors.New("a snapshot is open: snapshot off first")
+	}
+	if sh.db != nil && sameDir(dir, sh.dir) {
+		return fmt.Errorf("%s is already open", dir)
+	}
+	db, err := openStore(dir, &sh.opts)
+	if err != nil {
+		return err
+	}
+	old := sh.db
+	sh.db, sh.dir = db, dir
+	fmt.Fprintf(sh.out, "opened %s: %s\n", dir, treeShape(db.Metrics()))
+	if old != nil {
+		if err := old.Close(); err != nil {
+			return fmt.Errorf("closing the previous store: %w", err)
+		}
+	}
+	return nil
+}
+
+func sameDir(a, b string) bool {
+	a, errA := filepath.Abs(a)
+	b, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && a == b
+}
+
+func cmdHelp(sh *shell, args []string, _ map[string]string) error {
+	if len(args) == 1 {
+		c := lookup(args[0])
+		if c == nil {
+			return fmt.Errorf("unknown command %s (help lists them)", formatBytes([]byte(args[0])))
+		}
+		fmt.Fprintf(sh.out, "%s\n  %s\n", c.usage(), c.summary)
+		if c.detail != "" {
+			fmt.Fprintf(sh.out, "  %s\n", c.detail)
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(sh.out, 0, 0, 2, ' ', 0)
+	for _, c := range commands {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.usage(), c.summary)
+	}
+	tw.Flush()
+	fmt.Fprintln(sh.out, `Keys and values are words; quote one that holds spaces ("a b") and escape bytes with \n \r \t \\ \" \xHH.`)
+	fmt.Fprintln(sh.out, `Output uses the same syntax: printable ASCII as-is, anything else quoted. help CMD says more.`)
+	return nil
+}
+
+func cmdQuit(*shell, []string, map[string]string) error { return errQuit }
+
+// parseInt parses what=s as an integer of at least lo.
+func parseInt(what, s string, lo int) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo {
+		return 0, fmt.Errorf("%s: want an integer >= %d, not %s", what, lo, formatBytes([]byte(s)))
+	}
+	return n, nil
+}
+
+// intOption returns the integer option name, or def when it is not given.
+func intOption(opts map[string]string, name string, def, lo int) (int, error) {
+	s, ok := opts[name]
+	if !ok {
+		return def, nil
+	}
+	return parseInt(name, s, lo)
+}
+
+// plural returns "1 noun" or "n nouns".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") && !strings.ContainsRune("aeiou", rune(noun[len(noun)-2])) {
+		return fmt.Sprintf("%d %sies", n, noun[:len(noun)-1])
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

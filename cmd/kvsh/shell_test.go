@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/shale-db/shale"
+)
+
+// TestShell runs the sessions in testdata. Each file runs in a fresh
+// temporary directory, which is the working directory, so store paths are
+// short and the same from run to run. Directives:
+//
+//	session [dir=D]    start a session on store D (default "store"), ending
+//	                   the one before; prints the error if D cannot be opened
+//	kvsh               run the input's lines in the session, printing each
+//	                   line after "> " and then its output
+//	prompt             print the interactive prompt
+//	run [dir=D]        run kvsh as a whole on D with the input as stdin, not
+//	                   on a terminal; prints its output and its error
+//	lock dir=D         open the store in D outside kvsh and hold it open
+//	write-file path=P  create P (and its directory) with the input
+//	ls dir=D           list the files in D
+func TestShell(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		path, err := filepath.Abs(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Chdir(t.TempDir())
+		var out bytes.Buffer
+		var sh *shell
+		endSession := func() {
+			if sh != nil {
+				if err := sh.close(); err != nil {
+					fmt.Fprintf(&out, "close: %v\n", err)
+				}
+				sh = nil
+			}
+		}
+		defer endSession()
+
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			out.Reset()
+			dir := "store"
+			if d.HasArg("dir") {
+				d.ScanArgs(t, "dir", &dir)
+			}
+			switch d.Cmd {
+			case "session":
+				endSession()
+				s, err := newShell(&out, dir, false)
+				if err != nil {
+					return fmt.Sprintf("error: %v\n", err)
+				}
+				sh = s
+				sh.now = fakeClock()
+				sh.rng = rand.New(rand.NewPCG(1, 2))
+			case "kvsh":
+				if sh == nil {
+					d.Fatalf(t, "no session")
+				}
+				for _, line := range strings.Split(d.Input, "\n") {
+					fmt.Fprintf(&out, "> %s\n", line)
+					if sh.exec(line) {
+						endSession()
+						out.WriteString("(session ended)\n")
+						break
+					}
+				}
+			case "prompt":
+				return sh.prompt() + "\n"
+			case "run":
+				if err := run(strings.NewReader(d.Input), &out, dir, false); err != nil {
+					fmt.Fprintf(&out, "run: %v\n", err)
+				}
+			case "lock":
+				db, err := shale.Open(dir, nil)
+				if err != nil {
+					d.Fatalf(t, "%v", err)
+				}
+				t.Cleanup(func() { db.Close() })
+			case "write-file":
+				var p string
+				d.ScanArgs(t, "path", &p)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					d.Fatalf(t, "%v", err)
+				}
+				if err := os.WriteFile(p, []byte(d.Input), 0o644); err != nil {
+					d.Fatalf(t, "%v", err)
+				}
+			case "ls":
+				entries, err := os.ReadDir(dir)
+				if err != nil {
+					d.Fatalf(t, "%v", err)
+				}
+				for _, e := range entries {
+					fmt.Fprintln(&out, e.Name())
+				}
+			default:
+				d.Fatalf(t, "unknown directive %s", d.Cmd)
+			}
+			return out.String()
+		})
+	})
+}
+
+// fakeClock returns a clock that starts at the epoch and moves one second
+// every time it is read, so that load's timings are the same in every run.
+func fakeClock() func() time.Time {
+	now := time.Unix(0, 0)
+	return func() time.Time {
+		now = now.Add(time.Second)
+		return now
+	}
+}
+
+// TestStats checks that stats prints the store's metrics table, which the
+// root package renders and tests, and the filter setting for new tables.
+func TestStats(t *testing.T) {
+	var out bytes.Buffer
+	sh, err := newShell(&out, t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.close()
+	for _, line := range []string{"put a 1", "flush", "bloom 7"} {
+		sh.exec(line)
+	}
+	out.Reset()
+	sh.exec("stats")
+	want := sh.db.Metrics().String() + "new tables get Bloom filters at 7 bits/key\n"
+	if got := out.String(); got != want {
+		t.Errorf("stats printed\n%s\nwant\n%s", got, want)
+	}
+}
