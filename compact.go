@@ -99,7 +99,7 @@ func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
 // left out; tombstones stay (deeper levels may hold what they delete).
 func (db *DB) writeL0(mem *memtable.MemTable) (*table, error) {
 	it := compaction.NewIter(mem.NewIter(), db.snapshotSeqs(), func([]byte) bool { return false })
-	tables, err := db.writeTables(it, 0, 0)
+	tables, err := db.writeTables(it, 0, 0, nil, int64(mem.Size()))
 	if err != nil {
 		return nil, err
 	}
@@ -109,9 +109,13 @@ func (db *DB) writeL0(mem *memtable.MemTable) (*table, error) {
 	return tables[0], nil
 }
 
-// filterFor returns the filter policy for new tables at level.
-func (db *DB) filterFor(level int) base.FilterPolicy {
-	return db.opts.FilterPolicy.FilterForLevel(level)
+// filterFor returns the filter for a new table at level, as the filter
+// policy decides from the current shape of the tree.
+func (db *DB) filterFor(level int, inputs []levelFile, size int64) TableFilter {
+	db.mu.Lock()
+	v := db.current.Version
+	db.mu.Unlock()
+	return db.opts.FilterPolicy.FilterFor(newTable(v, level, inputs, size))
 }
 
 func (db *DB) newFileNum() uint64 {
@@ -126,7 +130,10 @@ func (db *DB) newFileNum() uint64 {
 // table once one reaches targetSize (0: never), always between two user keys
 // so that the tables of a level never share a user key. The new tables are
 // open and not yet in any version. On error, the files written are removed.
-func (db *DB) writeTables(it *compaction.Iter, level int, targetSize int64) (out []*table, err error) {
+//
+// inputs and size, the files being replaced and the bytes expected, tell
+// the filter policy the shape of the tree after the write.
+func (db *DB) writeTables(it *compaction.Iter, level int, targetSize int64, inputs []levelFile, size int64) (out []*table, err error) {
 	var (
 		w        *sstable.Writer
 		meta     *manifest.FileMeta
@@ -178,7 +185,7 @@ func (db *DB) writeTables(it *compaction.Iter, level int, targetSize int64) (out
 			if err != nil {
 				return out, err
 			}
-			w = sstable.NewWriter(f, sstable.WriterOptions{BlockSize: db.opts.BlockSize, FilterPolicy: db.filterFor(level)})
+			w = sstable.NewWriter(f, sstable.WriterOptions{BlockSize: db.opts.BlockSize, FilterPolicy: db.filterFor(level, inputs, size)})
 		}
 		if err := w.Add(k, it.Value()); err != nil {
 			return out, err
@@ -302,7 +309,7 @@ func (db *DB) runCompaction(v *version, job compactionJob) error {
 	merged := compaction.NewMergingIter(iters...)
 	elide := func(ukey []byte) bool { return compaction.IsBaseLevelForKey(v.Version, job.outputLevel, ukey) }
 	it := compaction.NewIter(merged, db.snapshotSeqs(), elide)
-	out, err := db.writeTables(it, job.outputLevel, db.opts.TargetFileSize)
+	out, err := db.writeTables(it, job.outputLevel, db.opts.TargetFileSize, job.inputs, bytesIn)
 	if cerr := merged.Close(); err == nil && cerr != nil {
 		for _, t := range out {
 			t.reader.Close()

@@ -1,8 +1,11 @@
 package shale
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,7 +31,7 @@ type ddState struct {
 
 // TestDataDriven runs the cases in testdata/. Commands:
 //
-//	open [bloom=N|none] [memtable=BYTES] [cache=BYTES|off] [compactions=off] [block=BYTES]
+//	open [bloom=N|none] [filter=bloomN|monkeyN|fuse|none] [memtable=BYTES] [cache=BYTES|off] [compactions=off] [block=BYTES]
 //	     [l0-threshold=N] [lbase=BYTES] [target-file-size=BYTES]
 //	put KEY VALUE | del KEY | get KEY [snapshot=NAME]
 //	batch            (input: "put K V" / "del K" lines, applied atomically)
@@ -36,9 +39,10 @@ type ddState struct {
 //	                 (keys P%06d for i < N, striped over F flushed L0 files:
 //	                  file j holds the keys with i%F == j, so every file
 //	                  spans the whole key range)
-//	gets [present=N] [absent=N]
+//	gets [present=N] [absent=N] [span=N]
 //	                 (input: one key per line, and/or N generated keys that
-//	                  are, or are not, in the last load; prints each result
+//	                  are, or are not, in the last load (or in the first
+//	                  span keys of its prefix); prints each result
 //	                  when there are few, then the disk reads and filter
 //	                  counts the lookups cost)
 //	explain KEY      (the traced lookup)
@@ -48,6 +52,7 @@ type ddState struct {
 //	                  iterator is open)
 //	snapshot NAME | close-snapshot NAME
 //	flush | compact | lsm | reopen | crash
+//	filters          (per level: the filters' format, memory and bits per key)
 //	settle           (run the picker's compactions in the foreground until
 //	                  it picks none)
 func TestDataDriven(t *testing.T) {
@@ -101,6 +106,19 @@ func (s *ddState) exec(d *datadriven.TestData) (string, error) {
 			case "cache":
 				if v != "off" {
 					s.opts.BlockCacheSize = atoi(s.t, v)
+				}
+			case "filter":
+				switch {
+				case v == "none":
+					s.opts.FilterPolicy = UniformFilter(nil)
+				case v == "fuse":
+					s.opts.FilterPolicy = UniformFilter(FuseFilter())
+				case strings.HasPrefix(v, "monkey"):
+					s.opts.FilterPolicy = MonkeyBloom(atoi(s.t, strings.TrimPrefix(v, "monkey")))
+				case strings.HasPrefix(v, "bloom"):
+					s.opts.FilterPolicy = UniformFilter(BloomFilter(atoi(s.t, strings.TrimPrefix(v, "bloom"))))
+				default:
+					s.t.Fatalf("%s: unknown filter %s", d.Pos, v)
 				}
 			case "compactions":
 				s.opts.DisableAutomaticCompactions = v == "off"
@@ -190,12 +208,16 @@ func (s *ddState) exec(d *datadriven.TestData) (string, error) {
 		// ones; an absent key is a loaded key plus "x", so it falls
 		// inside every file's key range and only a filter can rule
 		// the file out.
+		span := s.loaded
+		if d.HasArg("span") {
+			d.ScanArgs(s.t, "span", &span)
+		}
 		for _, kind := range []string{"present", "absent"} {
 			if d.HasArg(kind) {
 				var n int
 				d.ScanArgs(s.t, kind, &n)
 				for i := 0; i < n; i++ {
-					k := fmt.Sprintf("%s%06d", s.loadedPrefix, i*s.loaded/n)
+					k := fmt.Sprintf("%s%06d", s.loadedPrefix, i*span/n)
 					if kind == "absent" {
 						k += "x"
 					}
@@ -251,6 +273,8 @@ func (s *ddState) exec(d *datadriven.TestData) (string, error) {
 		return s.lsm(), nil
 	case "lsm":
 		return s.lsm(), nil
+	case "filters":
+		return s.filters(), nil
 	case "settle":
 		// Run the compactions the picker wants, in the foreground, until
 		// it wants none: a deterministic stand-in for the background.
@@ -311,6 +335,33 @@ func (s *ddState) lsm() string {
 	if b.Len() == 0 {
 		return "empty\n"
 	}
+	return b.String()
+}
+
+// filters prints, per level, the filter format, bytes and bits per key.
+func (s *ddState) filters() string {
+	_, v := s.db.readState()
+	defer v.unref()
+	var b strings.Builder
+	var totalBytes, totalKeys uint64
+	for level, files := range v.Levels {
+		var bytes, keys uint64
+		names := map[string]bool{}
+		for _, f := range files {
+			p := v.tables[f.FileNum].reader.Properties()
+			bytes += p.FilterSize
+			keys += p.NumUserKeys
+			names[cmp.Or(p.FilterPolicy, "none")] = true
+		}
+		if len(files) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "L%d: %5d keys, filter %6d bytes, %5.2f bits/key %v\n", level, keys, bytes,
+			float64(8*bytes)/float64(keys), slices.Sorted(maps.Keys(names)))
+		totalBytes += bytes
+		totalKeys += keys
+	}
+	fmt.Fprintf(&b, "all: %5d keys, filter %6d bytes, %5.2f bits/key\n", totalKeys, totalBytes, float64(8*totalBytes)/float64(totalKeys))
 	return b.String()
 }
 

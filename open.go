@@ -9,19 +9,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/shale-db/shale/bloom"
 	"github.com/shale-db/shale/cache"
-	"github.com/shale-db/shale/fuse"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/memtable"
 	"github.com/shale-db/shale/sstable"
 	"github.com/shale-db/shale/wal"
 )
-
-// knownFilters are the filter formats a table may carry. A table whose
-// filter is not among them is read without filter skips.
-var knownFilters = []base.FilterPolicy{bloom.NewPolicy(10), fuse.NewPolicy()}
 
 // Open opens the store in dir, creating dir and an empty store if needed.
 // nil opts means the defaults. Opening a store that is open, in this process

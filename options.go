@@ -2,7 +2,6 @@ package shale
 
 import (
 	"github.com/shale-db/shale/compaction"
-	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -49,18 +48,13 @@ type Options struct {
 	// DisableAutomaticCompactions stops background compactions; Compact
 	// still works. Tests use it to keep files in L0.
 	DisableAutomaticCompactions bool
-	// FilterPolicy, when set, chooses the filter of each level's new
-	// SSTables and overrides BloomBitsPerKey. See LevelFilters.
+	// FilterPolicy, when set, chooses the filter of each new SSTable and
+	// overrides BloomBitsPerKey: UniformFilter, PerLevelFilters or
+	// MonkeyBloom. See the README's "Choosing a filter".
 	FilterPolicy FilterPolicy
 	// Logger receives one line per background event (flush, compaction,
 	// recovery). nil: silent.
 	Logger func(format string, args ...any)
-}
-
-// FilterPolicy chooses the filter written into a new SSTable at a level
-// (0..6). Returning nil writes no filter at that level.
-type FilterPolicy interface {
-	FilterForLevel(level int) base.FilterPolicy
 }
 
 func (o *Options) withDefaults() Options {
@@ -91,7 +85,11 @@ func (o *Options) withDefaults() Options {
 		r.FS = vfs.Default
 	}
 	if r.FilterPolicy == nil {
-		r.FilterPolicy = uniformBloom(r.BloomBitsPerKey)
+		var f TableFilter
+		if r.BloomBitsPerKey > 0 {
+			f = BloomFilter(r.BloomBitsPerKey)
+		}
+		r.FilterPolicy = UniformFilter(f)
 	}
 	return r
 }
