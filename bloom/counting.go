@@ -37,8 +37,6 @@ type Counting struct {
 	keys     uint64 // items the filter was sized for
 }
 
-const countingLineBytes = lineCells / 2
-
 // NewCounting returns an empty counting filter for expectedItems items (at
 // least 1) at false-positive rate p, sized as New sizes a Filter. It panics
 // unless 0 < p < 1.

@@ -33,11 +33,11 @@ func TestDataDriven(t *testing.T) {
 			tk := ProbesForBitsPerKey(float64(m) / float64(n))
 			bpk, bk := blockedSizing(p)
 			lines := linesFor(n, bpk)
-			actual := float64(lines) * lineBits / float64(n)
+			actual := float64(lines) * lineCells / float64(n)
 			return fmt.Sprintf("textbook: m=%d bits (%.3f bits/key), k=%d, expected rate %.4f%%\n"+
 				"blocked:  m=%d bits (%.3f bits/key, %d lines), k=%d, expected rate %.4f%%\n",
 				m, float64(m)/float64(n), tk, 100*ExpectedFalsePositiveRate(float64(m)/float64(n), tk),
-				lines*lineBits, actual, lines, bk, 100*blockedRate(actual, bk))
+				lines*lineCells, actual, lines, bk, 100*blockedRate(actual, bk))
 
 		case "build":
 			var bpk int
@@ -124,7 +124,7 @@ func describe(t *testing.T, data []byte) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bpk := float64(tr.lines) * lineBits / float64(tr.keys)
+	bpk := float64(tr.lines) * lineCells / float64(tr.keys)
 	return fmt.Sprintf("n=%d keys, L=%d lines (%.2f bits/key), k=%d, %d bytes; expected rate %.4f%%\n",
 		tr.keys, tr.lines, bpk, tr.k, len(data), 100*blockedRate(bpk, tr.k))
 }

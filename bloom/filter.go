@@ -18,8 +18,8 @@ type Filter struct {
 	keys uint64 // items the filter was sized for
 }
 
-// New returns an empty filter that answers MayContain for expectedItems
-// items (at least 1) with at most falsePositiveRate false positives. It
+// New returns an empty filter whose expected false-positive rate, once it
+// holds expectedItems items (at least 1), is at most falsePositiveRate. It
 // panics unless 0 < falsePositiveRate < 1.
 func New(expectedItems int, falsePositiveRate float64) *Filter {
 	bitsPerKey, k := blockedSizing(falsePositiveRate)

@@ -75,7 +75,7 @@ func TestFilterSizing(t *testing.T) {
 	}{{0, 0.01}, {1, 0.5}, {1000, 0.01}, {1_000_000, 0.001}} {
 		f := New(c.n, c.p)
 		bpk, k := blockedSizing(c.p)
-		want := math.Ceil(float64(max(c.n, 1))*bpk/lineBits) * lineBits / float64(max(c.n, 1))
+		want := math.Ceil(float64(max(c.n, 1))*bpk/lineCells) * lineCells / float64(max(c.n, 1))
 		if f.BitsPerKey() != want || f.K() != k {
 			t.Errorf("New(%d, %v): %v bits/key, k=%d; want %v, %d", c.n, c.p, f.BitsPerKey(), f.K(), want, k)
 		}

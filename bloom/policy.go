@@ -11,9 +11,10 @@ import (
 const PolicyName = "shale.bloom.v1"
 
 // NewPolicy returns the table filter policy: blocked Bloom filters at
-// bitsPerKey bits per key, in the format at the top of format.go. Its Decode
-// reads a filter of that format written at any bits per key. It panics if
-// bitsPerKey < 1.
+// bitsPerKey bits per key, with the number of probes best for that layout
+// (blockedProbes: 6 at 10 bits per key), in the format at the top of
+// format.go. Its Decode reads a filter of that format written at any bits
+// per key. It panics if bitsPerKey < 1.
 func NewPolicy(bitsPerKey int) base.FilterPolicy {
 	if bitsPerKey < 1 {
 		panic(fmt.Sprintf("bloom: %d bits per key", bitsPerKey))
@@ -26,8 +27,10 @@ type policy struct {
 	k          int
 }
 
+// Name returns PolicyName.
 func (policy) Name() string { return PolicyName }
 
+// NewWriter returns a writer of one filter.
 func (p policy) NewWriter() base.FilterWriter { return &writer{policy: p} }
 
 // Decode checks the trailer of data against its length and returns a filter

@@ -201,7 +201,7 @@ func (s *Scalable) UnmarshalBinary(data []byte) error {
 		switch {
 		case f.keys != capacity:
 			return base.CorruptionErrorf(name, int64(off+12), "layer %d is sized for %d items, want %d", i, f.keys, capacity)
-		case float64(f.bits.numLines)*lineBits < 0.99*float64(capacity)*BitsPerKeyForRate(d.layerRate(i)):
+		case float64(f.bits.numLines)*lineCells < 0.99*float64(capacity)*BitsPerKeyForRate(d.layerRate(i)):
 			// Far too small for its capacity and rate: not written by
 			// Scalable, and it would make the next layer, sized from this
 			// capacity, arbitrarily large.

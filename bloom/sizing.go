@@ -56,12 +56,12 @@ func checkRate(p float64) {
 // has a given bit still clear with probability q^x, where q = (1-1/512)^k,
 // and an absent key that lands there passes all k probes with probability
 // (1 - q^x)^k. The rate is the Poisson-weighted sum of that over x. Lines
-// that draw more keys than average are much worse than lines that draw fewer
-// are better, which is why blocking costs accuracy; the measured rates in
-// doc.go match this sum.
+// that draw more keys than average lose more than lines that draw fewer
+// gain, which is why blocking costs accuracy; the measured rates in doc.go
+// match this sum.
 func blockedRate(bitsPerKey float64, k int) float64 {
-	lambda := lineBits / bitsPerKey
-	q := math.Pow(1-1.0/lineBits, float64(k))
+	lambda := lineCells / bitsPerKey
+	q := math.Pow(1-1.0/lineCells, float64(k))
 	passes := func(x float64) float64 { return math.Pow(1-math.Pow(q, x), float64(k)) }
 
 	// Sum outwards from the mode of the Poisson distribution; stop when a

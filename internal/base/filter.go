@@ -24,8 +24,9 @@ type FilterPolicy interface {
 
 // FilterWriter collects the hashes of one table's user keys.
 type FilterWriter interface {
-	// AddHash adds the FilterHash of a user key. Adding a hash twice is
-	// allowed and costs nothing extra in the result.
+	// AddHash adds the FilterHash of a user key. Adding the same hash
+	// twice in a row (versions of one key arrive together) costs nothing
+	// extra in the result.
 	AddHash(h uint64)
 	// Finish returns the encoded filter. The writer is not used afterwards.
 	Finish() []byte
