@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+
+	"github.com/shale-db/shale/internal/testkeys"
 )
 
 // The sizes of the comparison benchmarks: 1M keys, so that a filter
@@ -18,8 +20,8 @@ const benchKeys = 1 << 20
 //
 //	go test -run '^$' -bench 'Probe' -benchtime 2000000x ./bloom/
 func BenchmarkProbe(b *testing.B) {
-	for _, ks := range keySets {
-		added, absent := ks.hashes(0, benchKeys), ks.hashes(benchKeys, 2*benchKeys)
+	for _, ks := range testkeys.Sets {
+		added, absent := ks.Hashes(0, benchKeys), ks.Hashes(benchKeys, 2*benchKeys)
 		for _, bpk := range []int{5, 10, 15} {
 			layouts := []struct {
 				name string
@@ -35,7 +37,7 @@ func BenchmarkProbe(b *testing.B) {
 					if !present {
 						hs, what = absent, "absent"
 					}
-					name := fmt.Sprintf("layout=%s/bpk=%d/keys=%s/%s", l.name, bpk, ks.name, what)
+					name := fmt.Sprintf("layout=%s/bpk=%d/keys=%s/%s", l.name, bpk, ks.Name, what)
 					b.Run(name, func(b *testing.B) {
 						b.ReportAllocs()
 						probes, found := 0, 0
@@ -64,7 +66,7 @@ func BenchmarkProbe(b *testing.B) {
 //
 //	go test -run '^$' -bench 'Build' -benchtime 10x ./bloom/
 func BenchmarkBuild(b *testing.B) {
-	hs := keySets[0].hashes(0, benchKeys)
+	hs := testkeys.Sets[0].Hashes(0, benchKeys)
 	perKey := func(b *testing.B, builds int) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(builds*benchKeys), "ns/key")
 	}
@@ -112,7 +114,7 @@ func BenchmarkBuild(b *testing.B) {
 //	go test -run '^$' -bench 'ProbeOutOfCache' -benchtime 2000000x ./bloom/
 func BenchmarkProbeOutOfCache(b *testing.B) {
 	const filters = 32
-	added, absent := keySets[0].hashes(0, benchKeys), keySets[0].hashes(benchKeys, 2*benchKeys)
+	added, absent := testkeys.Sets[0].Hashes(0, benchKeys), testkeys.Sets[0].Hashes(benchKeys, 2*benchKeys)
 	salt := func(j int) uint64 { return uint64(j) * 0x9e3779b97f4a7c15 }
 	salted := make([]uint64, benchKeys)
 	type prober interface{ MayContain(uint64) bool }

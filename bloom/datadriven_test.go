@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/testkeys"
 )
 
 // TestDataDriven runs testdata/bloom, a worked example. Commands:
@@ -108,7 +109,7 @@ func inputHashes(t *testing.T, d *datadriven.TestData) []uint64 {
 	if d.HasArg("seq") {
 		var from, to int
 		d.ScanArgs(t, "seq", &from, &to)
-		return keySets[1].hashes(from, to)
+		return testkeys.Sets[1].Hashes(from, to)
 	}
 	var hs []uint64
 	for _, k := range strings.Fields(d.Input) {

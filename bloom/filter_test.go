@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/shale-db/shale/internal/testkeys"
 )
 
 // TestFilterMeetsRate: New(n, p) sizes for the blocked layout's own rate, so
@@ -12,11 +14,11 @@ import (
 // p, not of the (lower) textbook rate.
 func TestFilterMeetsRate(t *testing.T) {
 	const n, probes = 100_000, 1_000_000
-	ks := keySets[0]
-	absent := ks.hashes(n, n+probes)
+	ks := testkeys.Sets[0]
+	absent := ks.Hashes(n, n+probes)
 	for _, p := range []float64{0.1, 0.01, 0.001} {
 		f := New(n, p)
-		added := ks.hashes(0, n)
+		added := ks.Hashes(0, n)
 		for _, h := range added {
 			f.bits.add(h)
 		}
@@ -37,7 +39,7 @@ func TestFilterMeetsRate(t *testing.T) {
 func TestFilterMarshal(t *testing.T) {
 	f := New(1000, 0.01)
 	for i := range 1000 {
-		f.Add(keySets[1].key(i))
+		f.Add(testkeys.Sets[1].Key(i))
 	}
 	data, err := f.MarshalBinary()
 	if err != nil {
@@ -57,13 +59,13 @@ func TestFilterMarshal(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 1000 {
-		if !g.MayContain(keySets[1].key(i)) || !tf.MayContain(keySets[1].hashes(i, i+1)[0]) {
+		if !g.MayContain(testkeys.Sets[1].Key(i)) || !tf.MayContain(testkeys.Sets[1].Hashes(i, i+1)[0]) {
 			t.Fatalf("item %d is missing after unmarshalling", i)
 		}
 	}
 	// UnmarshalBinary copies: changing data afterwards changes nothing.
 	clear(data)
-	if !g.MayContain(keySets[1].key(0)) {
+	if !g.MayContain(testkeys.Sets[1].Key(0)) {
 		t.Fatal("Filter shares the bytes it was unmarshalled from")
 	}
 }

@@ -8,17 +8,18 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/testkeys"
 )
 
 func TestNoFalseNegatives(t *testing.T) {
-	for _, ks := range keySets {
+	for _, ks := range testkeys.Sets {
 		for _, bpk := range []int{1, 5, 10, 15, 20} {
 			for _, n := range []int{1, 2, 10, 1000, 50000} {
-				hs := ks.hashes(0, n)
+				hs := ks.Hashes(0, n)
 				f := build(t, bpk, hs)
 				for i, h := range hs {
 					if !f.MayContain(h) {
-						t.Fatalf("%s keys, %d bits/key, %d keys: key %d is missing", ks.name, bpk, n, i)
+						t.Fatalf("%s keys, %d bits/key, %d keys: key %d is missing", ks.Name, bpk, n, i)
 					}
 				}
 			}
@@ -31,13 +32,13 @@ func TestNoFalseNegatives(t *testing.T) {
 // sequential keys: 200,000 keys added, 1,000,000 others probed.
 func TestFalsePositiveRate(t *testing.T) {
 	const n, probes = 200_000, 1_000_000
-	for _, ks := range keySets {
-		added, absent := ks.hashes(0, n), ks.hashes(n, n+probes)
+	for _, ks := range testkeys.Sets {
+		added, absent := ks.Hashes(0, n), ks.Hashes(n, n+probes)
 		for _, bpk := range []int{5, 10, 15} {
 			f := build(t, bpk, added).(bitset)
 			actual := float64(8*len(f.lines)) / n // rounded up to whole lines
 			want := blockedRate(actual, f.k)
-			what := fmt.Sprintf("%s keys, %d bits/key, k=%d (textbook %.4f%%)", ks.name, bpk, f.k,
+			what := fmt.Sprintf("%s keys, %d bits/key, k=%d (textbook %.4f%%)", ks.Name, bpk, f.k,
 				100*ExpectedFalsePositiveRate(float64(bpk), ProbesForBitsPerKey(float64(bpk))))
 			checkMeasuredRate(t, what, positiveRate(f, absent), want, probes)
 		}
@@ -53,13 +54,13 @@ func TestEmptyFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := positiveRate(f, keySets[0].hashes(0, 10000)); r != 0 {
+	if r := positiveRate(f, testkeys.Sets[0].Hashes(0, 10000)); r != 0 {
 		t.Fatalf("empty filter may contain %.2f%% of keys", 100*r)
 	}
 }
 
 func TestAdjacentDuplicatesCountOnce(t *testing.T) {
-	hs := keySets[1].hashes(0, 1000)
+	hs := testkeys.Sets[1].Hashes(0, 1000)
 	once, twice := NewPolicy(10).NewWriter(), NewPolicy(10).NewWriter()
 	for _, h := range hs {
 		once.AddHash(h)
@@ -74,7 +75,7 @@ func TestAdjacentDuplicatesCountOnce(t *testing.T) {
 // TestDecodeAnyBitsPerKey: one policy decodes filters written at any bits
 // per key, reading k and the size from the trailer.
 func TestDecodeAnyBitsPerKey(t *testing.T) {
-	hs := keySets[0].hashes(0, 5000)
+	hs := testkeys.Sets[0].Hashes(0, 5000)
 	reader := NewPolicy(10)
 	for bpk := 1; bpk <= 40; bpk++ {
 		w := NewPolicy(bpk).NewWriter()
@@ -110,7 +111,7 @@ func TestNewPolicyPanics(t *testing.T) {
 }
 
 func TestProbeDoesNotAllocate(t *testing.T) {
-	hs := keySets[0].hashes(0, 1000)
+	hs := testkeys.Sets[0].Hashes(0, 1000)
 	f := build(t, 10, hs)
 	allocs := testing.AllocsPerRun(100, func() {
 		for _, h := range hs {
@@ -125,7 +126,7 @@ func TestProbeDoesNotAllocate(t *testing.T) {
 // validEncoding returns a small table filter and the offset of its trailer.
 func validEncoding(t *testing.T) ([]byte, int) {
 	w := NewPolicy(10).NewWriter()
-	for _, h := range keySets[0].hashes(0, 100) {
+	for _, h := range testkeys.Sets[0].Hashes(0, 100) {
 		w.AddHash(h)
 	}
 	data := w.Finish()

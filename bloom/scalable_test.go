@@ -7,33 +7,34 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/testkeys"
 )
 
 // TestScalableGrowth adds 100 times the initial capacity: no false
 // negatives, and a measured rate below the target.
 func TestScalableGrowth(t *testing.T) {
 	const c0, n, probes = 1000, 100_000, 1_000_000
-	for _, ks := range keySets {
+	for _, ks := range testkeys.Sets {
 		for _, p := range []float64{0.01} {
 			s := NewScalable(c0, p)
-			added := ks.hashes(0, n)
+			added := ks.Hashes(0, n)
 			for _, h := range added {
 				s.add(h)
 			}
 			// 1000 + 2000 + ... + 64000 = 127000 > 100000.
 			if s.Layers() != 7 {
-				t.Errorf("%s keys, p=%v: %d layers, want 7", ks.name, p, s.Layers())
+				t.Errorf("%s keys, p=%v: %d layers, want 7", ks.Name, p, s.Layers())
 			}
 			if s.Len() < n-int(2*p*n) || s.Len() > n {
-				t.Errorf("%s keys, p=%v: Len() = %d after %d distinct adds", ks.name, p, s.Len(), n)
+				t.Errorf("%s keys, p=%v: Len() = %d after %d distinct adds", ks.Name, p, s.Len(), n)
 			}
 			for i, h := range added {
 				if !s.mayContain(h) {
-					t.Fatalf("%s keys, p=%v: item %d is missing", ks.name, p, i)
+					t.Fatalf("%s keys, p=%v: item %d is missing", ks.Name, p, i)
 				}
 			}
 			hits := 0
-			for _, h := range ks.hashes(n, n+probes) {
+			for _, h := range ks.Hashes(n, n+probes) {
 				if s.mayContain(h) {
 					hits++
 				}
@@ -41,9 +42,9 @@ func TestScalableGrowth(t *testing.T) {
 			// The expected count is below p·probes by more than 4σ of it.
 			got := float64(hits) / probes
 			if limit := p - 4*math.Sqrt(p/probes); got >= limit {
-				t.Errorf("%s keys, p=%v: measured rate %.4f%%, want below %.4f%%", ks.name, p, 100*got, 100*limit)
+				t.Errorf("%s keys, p=%v: measured rate %.4f%%, want below %.4f%%", ks.Name, p, 100*got, 100*limit)
 			}
-			t.Logf("%s keys, target %v: %d layers, measured rate %.4f%%", ks.name, p, s.Layers(), 100*got)
+			t.Logf("%s keys, target %v: %d layers, measured rate %.4f%%", ks.Name, p, s.Layers(), 100*got)
 		}
 	}
 }
@@ -58,7 +59,7 @@ func TestScalableAddTwice(t *testing.T) {
 func TestScalableOptions(t *testing.T) {
 	s := NewScalable(100, 0.01, WithGrowth(4), WithTightening(0.5))
 	for i := range 2100 { // 100 + 400 + 1600 = 2100
-		s.Add(keySets[1].key(i))
+		s.Add(testkeys.Sets[1].Key(i))
 	}
 	if s.Layers() != 3 {
 		t.Fatalf("%d layers, want 3", s.Layers())
@@ -87,7 +88,7 @@ func TestScalableOptions(t *testing.T) {
 func scalableEncoding(t *testing.T) []byte {
 	s := NewScalable(10, 0.01)
 	for i := range 50 { // layers of 10, 20, 40
-		s.Add(keySets[1].key(i))
+		s.Add(testkeys.Sets[1].Key(i))
 	}
 	data, err := s.MarshalBinary()
 	if err != nil {
@@ -106,13 +107,13 @@ func TestScalableMarshal(t *testing.T) {
 		t.Fatalf("%d layers, %d items; want 3, 50", s.Layers(), s.Len())
 	}
 	for i := range 50 {
-		if !s.MayContain(keySets[1].key(i)) {
+		if !s.MayContain(testkeys.Sets[1].Key(i)) {
 			t.Fatalf("item %d is missing after unmarshalling", i)
 		}
 	}
 	// It keeps growing where it left off.
 	for i := 50; i < 100; i++ {
-		s.Add(keySets[1].key(i))
+		s.Add(testkeys.Sets[1].Key(i))
 	}
 	if s.Layers() != 4 || s.layers[3].f.keys != 80 {
 		t.Fatalf("after 50 more adds: %d layers", s.Layers())

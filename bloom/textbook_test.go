@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/bits"
 	"testing"
+
+	"github.com/shale-db/shale/internal/testkeys"
 )
 
 // textbook is the layout this package decided against, kept in the tests
@@ -51,15 +53,15 @@ func (t *textbook) MayContain(h uint64) bool {
 // that the comparison in doc.go compares with a correct textbook filter.
 func TestTextbookRate(t *testing.T) {
 	const n, probes = 200_000, 1_000_000
-	for _, ks := range keySets {
-		added, absent := ks.hashes(0, n), ks.hashes(n, n+probes)
+	for _, ks := range testkeys.Sets {
+		added, absent := ks.Hashes(0, n), ks.Hashes(n, n+probes)
 		for _, bpk := range []int{5, 10, 15} {
 			f := newTextbook(added, bpk)
 			if r := positiveRate(f, added); r != 1 {
-				t.Fatalf("%s keys, %d bits/key: only %.2f%% of added keys found", ks.name, bpk, 100*r)
+				t.Fatalf("%s keys, %d bits/key: only %.2f%% of added keys found", ks.Name, bpk, 100*r)
 			}
 			want := ExpectedFalsePositiveRate(float64(f.m)/n, f.k)
-			checkMeasuredRate(t, fmt.Sprintf("textbook, %s keys, %d bits/key", ks.name, bpk), positiveRate(f, absent), want, probes)
+			checkMeasuredRate(t, fmt.Sprintf("textbook, %s keys, %d bits/key", ks.Name, bpk), positiveRate(f, absent), want, probes)
 		}
 	}
 }

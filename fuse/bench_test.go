@@ -7,6 +7,7 @@ import (
 
 	"github.com/shale-db/shale/bloom"
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/testkeys"
 )
 
 // benchKeys is the size of the benchmark filters: 1M keys.
@@ -28,7 +29,7 @@ var candidates = []struct {
 //
 //	go test -run '^$' -bench 'Build' ./fuse/
 func BenchmarkBuild(b *testing.B) {
-	hs := keySets[0].hashes(0, benchKeys)
+	hs := testkeys.Sets[0].Hashes(0, benchKeys)
 	for _, c := range candidates {
 		b.Run("filter="+c.name, func(b *testing.B) {
 			builds, size := 0, 0
@@ -52,8 +53,8 @@ func BenchmarkBuild(b *testing.B) {
 //
 //	go test -run '^$' -bench 'Probe' -benchtime 2000000x ./fuse/
 func BenchmarkProbe(b *testing.B) {
-	for _, ks := range keySets {
-		added, absent := ks.hashes(0, benchKeys), ks.hashes(benchKeys, 2*benchKeys)
+	for _, ks := range testkeys.Sets {
+		added, absent := ks.Hashes(0, benchKeys), ks.Hashes(benchKeys, 2*benchKeys)
 		for _, c := range candidates {
 			w := c.policy.NewWriter()
 			for _, h := range added {
@@ -69,7 +70,7 @@ func BenchmarkProbe(b *testing.B) {
 				if !present {
 					hs, what = absent, "absent"
 				}
-				b.Run(fmt.Sprintf("filter=%s/keys=%s/%s", c.name, ks.name, what), func(b *testing.B) {
+				b.Run(fmt.Sprintf("filter=%s/keys=%s/%s", c.name, ks.Name, what), func(b *testing.B) {
 					b.ReportAllocs()
 					probes, found := 0, 0
 					for b.Loop() {

@@ -5,63 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"sync"
 	"testing"
 
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/testkeys"
 )
-
-// keySet names a family of keys: key i is a function of i, so keys [0, n)
-// can be added and keys [n, n+m) probed as keys never added.
-type keySet struct {
-	name string
-	key  func(i int) []byte
-
-	once   sync.Once
-	cached []uint64 // the hashes of keys [0, cachedKeys)
-}
-
-var keySets = []*keySet{
-	// 16 random bytes, from a generator seeded with i.
-	{name: "random", key: func(i int) []byte {
-		var r rand.PCG
-		r.Seed(uint64(i), 0x5eed)
-		b := binary.LittleEndian.AppendUint64(nil, r.Uint64())
-		return binary.LittleEndian.AppendUint64(b, r.Uint64())
-	}},
-	// Sequential decimal keys, fmt.Sprintf("key%010d", i).
-	{name: "seq", key: func(i int) []byte {
-		b := []byte("key0000000000")
-		for j := len(b) - 1; i > 0; j-- {
-			b[j] = byte('0' + i%10)
-			i /= 10
-		}
-		return b
-	}},
-}
-
-// cachedKeys is how many hashes of each key set are computed once and
-// shared by the tests: enough for 200,000 keys added and 1,000,000 probed.
-const cachedKeys = 1_200_000
-
-// hashes returns the FilterHash of keys [from, to) of ks. The slice may be
-// shared; callers must not modify it.
-func (ks *keySet) hashes(from, to int) []uint64 {
-	if to <= cachedKeys {
-		ks.once.Do(func() { ks.cached = ks.compute(0, cachedKeys) })
-		return ks.cached[from:to:to]
-	}
-	return ks.compute(from, to)
-}
-
-func (ks *keySet) compute(from, to int) []uint64 {
-	hs := make([]uint64, 0, to-from)
-	for i := from; i < to; i++ {
-		hs = append(hs, base.FilterHash(ks.key(i)))
-	}
-	return hs
-}
 
 // buildFilter returns the decoded filter of hashes and its encoding.
 func buildFilter(tb testing.TB, hashes []uint64) (base.Filter, []byte) {
@@ -90,7 +38,7 @@ func positiveRate(f base.Filter, hashes []uint64) float64 {
 
 func TestSeqKeys(t *testing.T) {
 	for _, i := range []int{0, 7, 1234567890} {
-		if got, want := string(keySets[1].key(i)), fmt.Sprintf("key%010d", i); got != want {
+		if got, want := string(testkeys.Sets[1].Key(i)), fmt.Sprintf("key%010d", i); got != want {
 			t.Fatalf("key %d is %q, want %q", i, got, want)
 		}
 	}
@@ -101,13 +49,13 @@ func TestNoFalseNegatives(t *testing.T) {
 	for n := range 300 {
 		sizes = append(sizes, n)
 	}
-	for _, ks := range keySets {
+	for _, ks := range testkeys.Sets {
 		for _, n := range sizes {
-			hs := ks.hashes(0, n)
+			hs := ks.Hashes(0, n)
 			f, _ := buildFilter(t, hs)
 			for i, h := range hs {
 				if !f.MayContain(h) {
-					t.Fatalf("%s keys, n=%d: key %d is missing", ks.name, n, i)
+					t.Fatalf("%s keys, n=%d: key %d is missing", ks.Name, n, i)
 				}
 			}
 		}
@@ -120,14 +68,14 @@ func TestNoFalseNegatives(t *testing.T) {
 func TestFalsePositiveRate(t *testing.T) {
 	const n, probes = 200_000, 1_000_000
 	const want = 1.0 / 256
-	for _, ks := range keySets {
-		f, data := buildFilter(t, ks.hashes(0, n))
-		got := positiveRate(f, ks.hashes(n, n+probes))
+	for _, ks := range testkeys.Sets {
+		f, data := buildFilter(t, ks.Hashes(0, n))
+		got := positiveRate(f, ks.Hashes(n, n+probes))
 		tol := 4*math.Sqrt(want*(1-want)/probes) + 0.02*want
 		if math.Abs(got-want) > tol {
-			t.Errorf("%s keys: measured false-positive rate %.4f%%, want %.4f%% ± %.4f%%", ks.name, 100*got, 100*want, 100*tol)
+			t.Errorf("%s keys: measured false-positive rate %.4f%%, want %.4f%% ± %.4f%%", ks.Name, 100*got, 100*want, 100*tol)
 		}
-		t.Logf("%s keys: %.3f bits/key, measured false-positive rate %.4f%%", ks.name, float64(8*len(data))/n, 100*got)
+		t.Logf("%s keys: %.3f bits/key, measured false-positive rate %.4f%%", ks.Name, float64(8*len(data))/n, 100*got)
 	}
 }
 
@@ -141,7 +89,7 @@ func TestAttempts(t *testing.T) {
 	}
 	hist := map[int]int{}
 	for _, n := range sizes {
-		_, attempts := build(keySets[0].hashes(0, n), paramsFor(n))
+		_, attempts := build(testkeys.Sets[0].Hashes(0, n), paramsFor(n))
 		hist[attempts]++
 		if attempts > attemptsPerSize {
 			t.Errorf("n=%d: %d seeds", n, attempts)
@@ -157,7 +105,7 @@ func TestAttempts(t *testing.T) {
 // must fail at that size, grow, and still produce a filter without false
 // negatives.
 func TestRetries(t *testing.T) {
-	hs := keySets[0].hashes(0, 10_000)
+	hs := testkeys.Sets[0].Hashes(0, 10_000)
 	tight := params{segmentLog: 9, segmentCount: 10_000/512 - 2}
 	data, attempts := build(hs, tight)
 	if attempts <= attemptsPerSize {
@@ -175,7 +123,7 @@ func TestRetries(t *testing.T) {
 
 // TestRepeatedHashes: repeats, adjacent or not, cost nothing in size.
 func TestRepeatedHashes(t *testing.T) {
-	hs := keySets[1].hashes(0, 1000)
+	hs := testkeys.Sets[1].Hashes(0, 1000)
 	w := NewPolicy().NewWriter()
 	for range 3 {
 		for _, h := range hs {
@@ -202,7 +150,7 @@ func TestEmptyFilter(t *testing.T) {
 	if len(data) != headerLen {
 		t.Fatalf("empty filter is %d bytes", len(data))
 	}
-	if r := positiveRate(f, keySets[0].hashes(0, 10000)); r != 0 {
+	if r := positiveRate(f, testkeys.Sets[0].Hashes(0, 10000)); r != 0 {
 		t.Fatalf("empty filter may contain %.2f%% of keys", 100*r)
 	}
 }
@@ -214,7 +162,7 @@ func TestPolicyName(t *testing.T) {
 }
 
 func TestProbeDoesNotAllocate(t *testing.T) {
-	hs := keySets[0].hashes(0, 1000)
+	hs := testkeys.Sets[0].Hashes(0, 1000)
 	f, _ := buildFilter(t, hs)
 	if allocs := testing.AllocsPerRun(100, func() {
 		for _, h := range hs {
@@ -246,7 +194,7 @@ func TestParams(t *testing.T) {
 }
 
 func TestDecodeCorrupt(t *testing.T) {
-	_, valid := buildFilter(t, keySets[0].hashes(0, 100))
+	_, valid := buildFilter(t, testkeys.Sets[0].Hashes(0, 100))
 	_, empty := buildFilter(t, nil)
 	edit := func(src []byte, f func(b []byte)) []byte {
 		b := append([]byte(nil), src...)

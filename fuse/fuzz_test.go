@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/testkeys"
 )
 
 // FuzzDecode feeds arbitrary bytes to Decode: it must return a corruption
@@ -13,10 +14,10 @@ import (
 //	go test -run '^$' -fuzz FuzzDecode ./fuse/
 func FuzzDecode(f *testing.F) {
 	for _, n := range []int{0, 1, 10, 1000} {
-		_, data := buildFilter(f, keySets[1].hashes(0, n))
+		_, data := buildFilter(f, testkeys.Sets[1].Hashes(0, n))
 		f.Add(data)
 	}
-	hs := keySets[0].hashes(0, 256)
+	hs := testkeys.Sets[0].Hashes(0, 256)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		filter, err := NewPolicy().Decode(data)
 		if err != nil {
