@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/shale-db/shale/internal/testkeys"
+	"github.com/shale-db/shale/internal/filtertest"
 )
 
 // The sizes of the comparison benchmarks: 1M keys, so that a filter
@@ -20,7 +20,7 @@ const benchKeys = 1 << 20
 //
 //	go test -run '^$' -bench 'Probe' -benchtime 2000000x ./bloom/
 func BenchmarkProbe(b *testing.B) {
-	for _, ks := range testkeys.Sets {
+	for _, ks := range filtertest.Sets {
 		added, absent := ks.Hashes(0, benchKeys), ks.Hashes(benchKeys, 2*benchKeys)
 		for _, bpk := range []int{5, 10, 15} {
 			layouts := []struct {
@@ -66,7 +66,7 @@ func BenchmarkProbe(b *testing.B) {
 //
 //	go test -run '^$' -bench 'Build' -benchtime 10x ./bloom/
 func BenchmarkBuild(b *testing.B) {
-	hs := testkeys.Sets[0].Hashes(0, benchKeys)
+	hs := filtertest.Sets[0].Hashes(0, benchKeys)
 	perKey := func(b *testing.B, builds int) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(builds*benchKeys), "ns/key")
 	}
@@ -114,7 +114,7 @@ func BenchmarkBuild(b *testing.B) {
 //	go test -run '^$' -bench 'ProbeOutOfCache' -benchtime 2000000x ./bloom/
 func BenchmarkProbeOutOfCache(b *testing.B) {
 	const filters = 32
-	added, absent := testkeys.Sets[0].Hashes(0, benchKeys), testkeys.Sets[0].Hashes(benchKeys, 2*benchKeys)
+	added, absent := filtertest.Sets[0].Hashes(0, benchKeys), filtertest.Sets[0].Hashes(benchKeys, 2*benchKeys)
 	salt := func(j int) uint64 { return uint64(j) * 0x9e3779b97f4a7c15 }
 	salted := make([]uint64, benchKeys)
 	type prober interface{ MayContain(uint64) bool }

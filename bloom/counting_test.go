@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/internal/base"
-	"github.com/shale-db/shale/internal/testkeys"
+	"github.com/shale-db/shale/internal/filtertest"
 )
 
 // TestCountingNoFalseNegatives runs random adds and removes against a
@@ -18,7 +18,7 @@ func TestCountingNoFalseNegatives(t *testing.T) {
 	const pool, ops = 2000, 200_000
 	r := rand.New(rand.NewPCG(1, 2))
 	c := NewCounting(500, 0.05)
-	hs := testkeys.Sets[1].Hashes(0, pool)
+	hs := filtertest.Sets[1].Hashes(0, pool)
 	count := make([]int, pool)
 	saturated := 0
 	for op := range ops {
@@ -73,12 +73,12 @@ func TestCountingSaturation(t *testing.T) {
 func TestCountingRemoveAbsent(t *testing.T) {
 	c := NewCounting(1000, 0.01)
 	for i := range 1000 {
-		c.Add(testkeys.Sets[0].Key(i))
+		c.Add(filtertest.Sets[0].Key(i))
 	}
 	before, _ := c.MarshalBinary()
 	removed := 0
 	for i := 1000; i < 2000; i++ {
-		if c.Remove(testkeys.Sets[0].Key(i)) {
+		if c.Remove(filtertest.Sets[0].Key(i)) {
 			removed++
 		}
 	}
@@ -100,10 +100,10 @@ func TestCountingRate(t *testing.T) {
 	const n, probes = 100_000, 1_000_000
 	for _, p := range []float64{0.01, 0.001} {
 		c := NewCounting(n, p)
-		for _, h := range testkeys.Sets[0].Hashes(0, n) {
+		for _, h := range filtertest.Sets[0].Hashes(0, n) {
 			c.add(h)
 		}
-		absent := testkeys.Sets[0].Hashes(n, n+probes)
+		absent := filtertest.Sets[0].Hashes(n, n+probes)
 		hits := 0
 		for _, h := range absent {
 			if c.mayContain(h) {
@@ -129,7 +129,7 @@ func TestCountingMemory(t *testing.T) {
 func TestCountingMarshal(t *testing.T) {
 	c := NewCounting(1000, 0.01)
 	for i := range 1000 {
-		c.Add(testkeys.Sets[1].Key(i))
+		c.Add(filtertest.Sets[1].Key(i))
 	}
 	data, _ := c.MarshalBinary()
 	var d Counting
@@ -137,7 +137,7 @@ func TestCountingMarshal(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 1000 {
-		if !d.Remove(testkeys.Sets[1].Key(i)) {
+		if !d.Remove(filtertest.Sets[1].Key(i)) {
 			t.Fatalf("item %d is missing after unmarshalling", i)
 		}
 	}

@@ -1,14 +1,12 @@
 package bloom
 
 import (
-	"encoding/hex"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/shale-db/shale/internal/base"
-	"github.com/shale-db/shale/internal/testkeys"
+	"github.com/shale-db/shale/internal/filtertest"
 )
 
 // TestDataDriven runs testdata/bloom, a worked example. Commands:
@@ -44,7 +42,7 @@ func TestDataDriven(t *testing.T) {
 			var bpk int
 			d.ScanArgs(t, "bits-per-key", &bpk)
 			w := NewPolicy(bpk).NewWriter()
-			for _, h := range inputHashes(t, d) {
+			for _, h := range filtertest.InputHashes(t, d) {
 				w.AddHash(h)
 			}
 			data = w.Finish()
@@ -55,44 +53,13 @@ func TestDataDriven(t *testing.T) {
 			return describe(t, data)
 
 		case "probe":
-			if d.HasArg("seq") {
-				hs := inputHashes(t, d)
-				maybe := 0
-				for _, h := range hs {
-					if filter.MayContain(h) {
-						maybe++
-					}
-				}
-				return fmt.Sprintf("%d maybe of %d (%.3f%%)\n", maybe, len(hs), 100*float64(maybe)/float64(len(hs)))
-			}
-			var b strings.Builder
-			for _, k := range strings.Fields(d.Input) {
-				answer := "definitely not"
-				if filter.MayContain(base.FilterHash([]byte(k))) {
-					answer = "maybe"
-				}
-				fmt.Fprintf(&b, "%s: %s\n", k, answer)
-			}
-			return b.String()
+			return filtertest.Probe(t, d, filter)
 
 		case "hex":
-			var b strings.Builder
-			for off := 0; off < len(data); off += 16 {
-				fmt.Fprintf(&b, "%04x: % x\n", off, data[off:min(off+16, len(data))])
-			}
-			return b.String()
+			return filtertest.Hex(data)
 
 		case "decode":
-			var s strings.Builder
-			for _, tok := range strings.Fields(d.Input) {
-				if !strings.HasSuffix(tok, ":") { // skip offsets
-					s.WriteString(tok)
-				}
-			}
-			b, err := hex.DecodeString(s.String())
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := filtertest.ParseHex(t, d.Input)
 			if _, err := NewPolicy(10).Decode(b); err != nil {
 				return fmt.Sprintf("error: %v\n", err)
 			}
@@ -105,19 +72,6 @@ func TestDataDriven(t *testing.T) {
 
 // inputHashes returns the hashes of the keys of d: key%010d for
 // seq=(i,j), else the words of the input.
-func inputHashes(t *testing.T, d *datadriven.TestData) []uint64 {
-	if d.HasArg("seq") {
-		var from, to int
-		d.ScanArgs(t, "seq", &from, &to)
-		return testkeys.Sets[1].Hashes(from, to)
-	}
-	var hs []uint64
-	for _, k := range strings.Fields(d.Input) {
-		hs = append(hs, base.FilterHash([]byte(k)))
-	}
-	return hs
-}
-
 // describe summarizes an encoded filter from its trailer: its keys, size
 // and expected rate.
 func describe(t *testing.T, data []byte) string {

@@ -6,7 +6,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/shale-db/shale/internal/testkeys"
+	"github.com/shale-db/shale/internal/filtertest"
 )
 
 // TestFilterMeetsRate: New(n, p) sizes for the blocked layout's own rate, so
@@ -14,7 +14,7 @@ import (
 // p, not of the (lower) textbook rate.
 func TestFilterMeetsRate(t *testing.T) {
 	const n, probes = 100_000, 1_000_000
-	ks := testkeys.Sets[0]
+	ks := filtertest.Sets[0]
 	absent := ks.Hashes(n, n+probes)
 	for _, p := range []float64{0.1, 0.01, 0.001} {
 		f := New(n, p)
@@ -39,7 +39,7 @@ func TestFilterMeetsRate(t *testing.T) {
 func TestFilterMarshal(t *testing.T) {
 	f := New(1000, 0.01)
 	for i := range 1000 {
-		f.Add(testkeys.Sets[1].Key(i))
+		f.Add(filtertest.Sets[1].Key(i))
 	}
 	data, err := f.MarshalBinary()
 	if err != nil {
@@ -59,13 +59,13 @@ func TestFilterMarshal(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 1000 {
-		if !g.MayContain(testkeys.Sets[1].Key(i)) || !tf.MayContain(testkeys.Sets[1].Hashes(i, i+1)[0]) {
+		if !g.MayContain(filtertest.Sets[1].Key(i)) || !tf.MayContain(filtertest.Sets[1].Hashes(i, i+1)[0]) {
 			t.Fatalf("item %d is missing after unmarshalling", i)
 		}
 	}
 	// UnmarshalBinary copies: changing data afterwards changes nothing.
 	clear(data)
-	if !g.MayContain(testkeys.Sets[1].Key(0)) {
+	if !g.MayContain(filtertest.Sets[1].Key(0)) {
 		t.Fatal("Filter shares the bytes it was unmarshalled from")
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/internal/base"
-	"github.com/shale-db/shale/internal/testkeys"
+	"github.com/shale-db/shale/internal/filtertest"
 )
 
 // FuzzDecode feeds arbitrary bytes to every decoder of the package: the
@@ -20,9 +20,9 @@ func FuzzDecode(f *testing.F) {
 	counting := NewCounting(100, 0.01)
 	scalable := NewScalable(10, 0.01)
 	for i := range 50 {
-		small.Add(testkeys.Sets[1].Key(i))
-		counting.Add(testkeys.Sets[1].Key(i))
-		scalable.Add(testkeys.Sets[1].Key(i))
+		small.Add(filtertest.Sets[1].Key(i))
+		counting.Add(filtertest.Sets[1].Key(i))
+		scalable.Add(filtertest.Sets[1].Key(i))
 	}
 	for _, m := range []interface{ MarshalBinary() ([]byte, error) }{small, counting, scalable} {
 		data, _ := m.MarshalBinary()
@@ -31,7 +31,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(NewPolicy(10).NewWriter().Finish())
 	f.Add([]byte{})
 
-	hs := testkeys.Sets[0].Hashes(0, 64)
+	hs := filtertest.Sets[0].Hashes(0, 64)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		check := func(what string, err error) bool {
 			if err != nil && !errors.Is(err, base.ErrCorruption) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/internal/base"
-	"github.com/shale-db/shale/internal/testkeys"
+	"github.com/shale-db/shale/internal/filtertest"
 )
 
 // build returns the table filter of hashes at bitsPerKey, decoded.
@@ -52,7 +52,7 @@ func checkMeasuredRate(tb testing.TB, what string, got, want float64, probes int
 
 func TestSeqKeys(t *testing.T) {
 	for _, i := range []int{0, 7, 1234567890} {
-		if got, want := string(testkeys.Sets[1].Key(i)), fmt.Sprintf("key%010d", i); got != want {
+		if got, want := string(filtertest.Sets[1].Key(i)), fmt.Sprintf("key%010d", i); got != want {
 			t.Fatalf("key %d is %q, want %q", i, got, want)
 		}
 	}

@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/internal/base"
-	"github.com/shale-db/shale/internal/testkeys"
+	"github.com/shale-db/shale/internal/filtertest"
 )
 
 func TestNoFalseNegatives(t *testing.T) {
-	for _, ks := range testkeys.Sets {
+	for _, ks := range filtertest.Sets {
 		for _, bpk := range []int{1, 5, 10, 15, 20} {
 			for _, n := range []int{1, 2, 10, 1000, 50000} {
 				hs := ks.Hashes(0, n)
@@ -32,7 +32,7 @@ func TestNoFalseNegatives(t *testing.T) {
 // sequential keys: 200,000 keys added, 1,000,000 others probed.
 func TestFalsePositiveRate(t *testing.T) {
 	const n, probes = 200_000, 1_000_000
-	for _, ks := range testkeys.Sets {
+	for _, ks := range filtertest.Sets {
 		added, absent := ks.Hashes(0, n), ks.Hashes(n, n+probes)
 		for _, bpk := range []int{5, 10, 15} {
 			f := build(t, bpk, added).(bitset)
@@ -54,13 +54,13 @@ func TestEmptyFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := positiveRate(f, testkeys.Sets[0].Hashes(0, 10000)); r != 0 {
+	if r := positiveRate(f, filtertest.Sets[0].Hashes(0, 10000)); r != 0 {
 		t.Fatalf("empty filter may contain %.2f%% of keys", 100*r)
 	}
 }
 
 func TestAdjacentDuplicatesCountOnce(t *testing.T) {
-	hs := testkeys.Sets[1].Hashes(0, 1000)
+	hs := filtertest.Sets[1].Hashes(0, 1000)
 	once, twice := NewPolicy(10).NewWriter(), NewPolicy(10).NewWriter()
 	for _, h := range hs {
 		once.AddHash(h)
@@ -75,7 +75,7 @@ func TestAdjacentDuplicatesCountOnce(t *testing.T) {
 // TestDecodeAnyBitsPerKey: one policy decodes filters written at any bits
 // per key, reading k and the size from the trailer.
 func TestDecodeAnyBitsPerKey(t *testing.T) {
-	hs := testkeys.Sets[0].Hashes(0, 5000)
+	hs := filtertest.Sets[0].Hashes(0, 5000)
 	reader := NewPolicy(10)
 	for bpk := 1; bpk <= 40; bpk++ {
 		w := NewPolicy(bpk).NewWriter()
@@ -111,7 +111,7 @@ func TestNewPolicyPanics(t *testing.T) {
 }
 
 func TestProbeDoesNotAllocate(t *testing.T) {
-	hs := testkeys.Sets[0].Hashes(0, 1000)
+	hs := filtertest.Sets[0].Hashes(0, 1000)
 	f := build(t, 10, hs)
 	allocs := testing.AllocsPerRun(100, func() {
 		for _, h := range hs {
@@ -126,7 +126,7 @@ func TestProbeDoesNotAllocate(t *testing.T) {
 // validEncoding returns a small table filter and the offset of its trailer.
 func validEncoding(t *testing.T) ([]byte, int) {
 	w := NewPolicy(10).NewWriter()
-	for _, h := range testkeys.Sets[0].Hashes(0, 100) {
+	for _, h := range filtertest.Sets[0].Hashes(0, 100) {
 		w.AddHash(h)
 	}
 	data := w.Finish()

@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/internal/base"
-	"github.com/shale-db/shale/internal/testkeys"
+	"github.com/shale-db/shale/internal/filtertest"
 )
 
 // TestScalableGrowth adds 100 times the initial capacity: no false
 // negatives, and a measured rate below the target.
 func TestScalableGrowth(t *testing.T) {
 	const c0, n, probes = 1000, 100_000, 1_000_000
-	for _, ks := range testkeys.Sets {
+	for _, ks := range filtertest.Sets {
 		for _, p := range []float64{0.01} {
 			s := NewScalable(c0, p)
 			added := ks.Hashes(0, n)
@@ -59,7 +59,7 @@ func TestScalableAddTwice(t *testing.T) {
 func TestScalableOptions(t *testing.T) {
 	s := NewScalable(100, 0.01, WithGrowth(4), WithTightening(0.5))
 	for i := range 2100 { // 100 + 400 + 1600 = 2100
-		s.Add(testkeys.Sets[1].Key(i))
+		s.Add(filtertest.Sets[1].Key(i))
 	}
 	if s.Layers() != 3 {
 		t.Fatalf("%d layers, want 3", s.Layers())
@@ -88,7 +88,7 @@ func TestScalableOptions(t *testing.T) {
 func scalableEncoding(t *testing.T) []byte {
 	s := NewScalable(10, 0.01)
 	for i := range 50 { // layers of 10, 20, 40
-		s.Add(testkeys.Sets[1].Key(i))
+		s.Add(filtertest.Sets[1].Key(i))
 	}
 	data, err := s.MarshalBinary()
 	if err != nil {
@@ -107,13 +107,13 @@ func TestScalableMarshal(t *testing.T) {
 		t.Fatalf("%d layers, %d items; want 3, 50", s.Layers(), s.Len())
 	}
 	for i := range 50 {
-		if !s.MayContain(testkeys.Sets[1].Key(i)) {
+		if !s.MayContain(filtertest.Sets[1].Key(i)) {
 			t.Fatalf("item %d is missing after unmarshalling", i)
 		}
 	}
 	// It keeps growing where it left off.
 	for i := 50; i < 100; i++ {
-		s.Add(testkeys.Sets[1].Key(i))
+		s.Add(filtertest.Sets[1].Key(i))
 	}
 	if s.Layers() != 4 || s.layers[3].f.keys != 80 {
 		t.Fatalf("after 50 more adds: %d layers", s.Layers())

@@ -5,7 +5,7 @@ import (
 	"math/bits"
 	"testing"
 
-	"github.com/shale-db/shale/internal/testkeys"
+	"github.com/shale-db/shale/internal/filtertest"
 )
 
 // textbook is the layout this package decided against, kept in the tests
@@ -53,7 +53,7 @@ func (t *textbook) MayContain(h uint64) bool {
 // that the comparison in doc.go compares with a correct textbook filter.
 func TestTextbookRate(t *testing.T) {
 	const n, probes = 200_000, 1_000_000
-	for _, ks := range testkeys.Sets {
+	for _, ks := range filtertest.Sets {
 		added, absent := ks.Hashes(0, n), ks.Hashes(n, n+probes)
 		for _, bpk := range []int{5, 10, 15} {
 			f := newTextbook(added, bpk)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/shale-db/shale/bloom"
 	"github.com/shale-db/shale/internal/base"
-	"github.com/shale-db/shale/internal/testkeys"
+	"github.com/shale-db/shale/internal/filtertest"
 )
 
 // benchKeys is the size of the benchmark filters: 1M keys.
@@ -29,7 +29,7 @@ var candidates = []struct {
 //
 //	go test -run '^$' -bench 'Build' ./fuse/
 func BenchmarkBuild(b *testing.B) {
-	hs := testkeys.Sets[0].Hashes(0, benchKeys)
+	hs := filtertest.Sets[0].Hashes(0, benchKeys)
 	for _, c := range candidates {
 		b.Run("filter="+c.name, func(b *testing.B) {
 			builds, size := 0, 0
@@ -53,7 +53,7 @@ func BenchmarkBuild(b *testing.B) {
 //
 //	go test -run '^$' -bench 'Probe' -benchtime 2000000x ./fuse/
 func BenchmarkProbe(b *testing.B) {
-	for _, ks := range testkeys.Sets {
+	for _, ks := range filtertest.Sets {
 		added, absent := ks.Hashes(0, benchKeys), ks.Hashes(benchKeys, 2*benchKeys)
 		for _, c := range candidates {
 			w := c.policy.NewWriter()

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/internal/base"
-	"github.com/shale-db/shale/internal/testkeys"
+	"github.com/shale-db/shale/internal/filtertest"
 )
 
 // buildFilter returns the decoded filter of hashes and its encoding.
@@ -38,7 +38,7 @@ func positiveRate(f base.Filter, hashes []uint64) float64 {
 
 func TestSeqKeys(t *testing.T) {
 	for _, i := range []int{0, 7, 1234567890} {
-		if got, want := string(testkeys.Sets[1].Key(i)), fmt.Sprintf("key%010d", i); got != want {
+		if got, want := string(filtertest.Sets[1].Key(i)), fmt.Sprintf("key%010d", i); got != want {
 			t.Fatalf("key %d is %q, want %q", i, got, want)
 		}
 	}
@@ -49,7 +49,7 @@ func TestNoFalseNegatives(t *testing.T) {
 	for n := range 300 {
 		sizes = append(sizes, n)
 	}
-	for _, ks := range testkeys.Sets {
+	for _, ks := range filtertest.Sets {
 		for _, n := range sizes {
 			hs := ks.Hashes(0, n)
 			f, _ := buildFilter(t, hs)
@@ -68,7 +68,7 @@ func TestNoFalseNegatives(t *testing.T) {
 func TestFalsePositiveRate(t *testing.T) {
 	const n, probes = 200_000, 1_000_000
 	const want = 1.0 / 256
-	for _, ks := range testkeys.Sets {
+	for _, ks := range filtertest.Sets {
 		f, data := buildFilter(t, ks.Hashes(0, n))
 		got := positiveRate(f, ks.Hashes(n, n+probes))
 		tol := 4*math.Sqrt(want*(1-want)/probes) + 0.02*want
@@ -89,7 +89,7 @@ func TestAttempts(t *testing.T) {
 	}
 	hist := map[int]int{}
 	for _, n := range sizes {
-		_, attempts := build(testkeys.Sets[0].Hashes(0, n), paramsFor(n))
+		_, attempts := build(filtertest.Sets[0].Hashes(0, n), paramsFor(n))
 		hist[attempts]++
 		if attempts > attemptsPerSize {
 			t.Errorf("n=%d: %d seeds", n, attempts)
@@ -105,7 +105,7 @@ func TestAttempts(t *testing.T) {
 // must fail at that size, grow, and still produce a filter without false
 // negatives.
 func TestRetries(t *testing.T) {
-	hs := testkeys.Sets[0].Hashes(0, 10_000)
+	hs := filtertest.Sets[0].Hashes(0, 10_000)
 	tight := params{segmentLog: 9, segmentCount: 10_000/512 - 2}
 	data, attempts := build(hs, tight)
 	if attempts <= attemptsPerSize {
@@ -123,7 +123,7 @@ func TestRetries(t *testing.T) {
 
 // TestRepeatedHashes: repeats, adjacent or not, cost nothing in size.
 func TestRepeatedHashes(t *testing.T) {
-	hs := testkeys.Sets[1].Hashes(0, 1000)
+	hs := filtertest.Sets[1].Hashes(0, 1000)
 	w := NewPolicy().NewWriter()
 	for range 3 {
 		for _, h := range hs {
@@ -150,7 +150,7 @@ func TestEmptyFilter(t *testing.T) {
 	if len(data) != headerLen {
 		t.Fatalf("empty filter is %d bytes", len(data))
 	}
-	if r := positiveRate(f, testkeys.Sets[0].Hashes(0, 10000)); r != 0 {
+	if r := positiveRate(f, filtertest.Sets[0].Hashes(0, 10000)); r != 0 {
 		t.Fatalf("empty filter may contain %.2f%% of keys", 100*r)
 	}
 }
@@ -162,7 +162,7 @@ func TestPolicyName(t *testing.T) {
 }
 
 func TestProbeDoesNotAllocate(t *testing.T) {
-	hs := testkeys.Sets[0].Hashes(0, 1000)
+	hs := filtertest.Sets[0].Hashes(0, 1000)
 	f, _ := buildFilter(t, hs)
 	if allocs := testing.AllocsPerRun(100, func() {
 		for _, h := range hs {
@@ -194,7 +194,7 @@ func TestParams(t *testing.T) {
 }
 
 func TestDecodeCorrupt(t *testing.T) {
-	_, valid := buildFilter(t, testkeys.Sets[0].Hashes(0, 100))
+	_, valid := buildFilter(t, filtertest.Sets[0].Hashes(0, 100))
 	_, empty := buildFilter(t, nil)
 	edit := func(src []byte, f func(b []byte)) []byte {
 		b := append([]byte(nil), src...)

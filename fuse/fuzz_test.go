@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/internal/base"
-	"github.com/shale-db/shale/internal/testkeys"
+	"github.com/shale-db/shale/internal/filtertest"
 )
 
 // FuzzDecode feeds arbitrary bytes to Decode: it must return a corruption
@@ -14,10 +14,10 @@ import (
 //	go test -run '^$' -fuzz FuzzDecode ./fuse/
 func FuzzDecode(f *testing.F) {
 	for _, n := range []int{0, 1, 10, 1000} {
-		_, data := buildFilter(f, testkeys.Sets[1].Hashes(0, n))
+		_, data := buildFilter(f, filtertest.Sets[1].Hashes(0, n))
 		f.Add(data)
 	}
-	hs := testkeys.Sets[0].Hashes(0, 256)
+	hs := filtertest.Sets[0].Hashes(0, 256)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		filter, err := NewPolicy().Decode(data)
 		if err != nil {

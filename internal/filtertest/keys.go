@@ -1,8 +1,10 @@
-// Package testkeys holds the key families the filter tests measure with:
-// random keys, and sequential decimal keys, the trap for weak hashes. Key i
-// is a function of i, so keys [0, n) can be added to a filter and keys
-// [n, n+m) probed as keys never added.
-package testkeys
+// Package filtertest holds what the filter packages' tests share: the key
+// families they measure with (random keys, and sequential decimal keys,
+// the trap for weak hashes) and the datadriven commands every filter
+// format answers the same way. Key i of a family is a function of i, so
+// keys [0, n) can be added to a filter and keys [n, n+m) probed as keys
+// never added.
+package filtertest
 
 import (
 	"encoding/binary"
