@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/shale-db/shale/internal/itertest"
 	"maps"
 	"slices"
 	"strconv"
@@ -388,20 +389,7 @@ func (s *ddState) iter(d *datadriven.TestData) (string, error) {
 	var b strings.Builder
 	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
 		f := strings.Fields(line)
-		var ok bool
 		switch f[0] {
-		case "first":
-			ok = it.First()
-		case "last":
-			ok = it.Last()
-		case "next":
-			ok = it.Next()
-		case "prev":
-			ok = it.Prev()
-		case "seek-ge":
-			ok = it.SeekGE([]byte(unquote(f[1])))
-		case "seek-lt":
-			ok = it.SeekLT([]byte(unquote(f[1])))
 		case "put", "flush", "compact":
 			// Writes, a flush or a compaction while the iterator is open.
 			var err error
@@ -416,15 +404,17 @@ func (s *ddState) iter(d *datadriven.TestData) (string, error) {
 			fmt.Fprintf(&b, "%s: %v\n", line, err)
 			continue
 		case "scan":
-			// all remaining entries forward
+			// Every entry, forward.
 			n := 0
-			for ok = it.First(); ok; ok = it.Next() {
+			for ok := it.First(); ok; ok = it.Next() {
 				fmt.Fprintf(&b, "%s=%s ", base.FormatKey(it.Key()), base.FormatKey(it.Value()))
 				n++
 			}
 			fmt.Fprintf(&b, "(%d)\n", n)
 			continue
-		default:
+		}
+		ok, known := itertest.Move(it, line)
+		if !known {
 			s.t.Fatalf("%s: unknown iter op %s", d.Pos, f[0])
 		}
 		if ok {

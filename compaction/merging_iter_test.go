@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/shale-db/shale/internal/itertest"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -38,22 +39,8 @@ func TestMergingIter(t *testing.T) {
 			m := NewMergingIter(iters...)
 			var b strings.Builder
 			for _, line := range strings.Split(d.Input, "\n") {
-				op, arg, _ := strings.Cut(line, " ")
-				var ok bool
-				switch op {
-				case "first":
-					ok = m.First()
-				case "last":
-					ok = m.Last()
-				case "next":
-					ok = m.Next()
-				case "prev":
-					ok = m.Prev()
-				case "seek-ge":
-					ok = m.SeekGE([]byte(arg))
-				case "seek-lt":
-					ok = m.SeekLT([]byte(arg))
-				default:
+				ok, known := itertest.Move(m, line)
+				if !known {
 					t.Fatalf("unknown operation %q", line)
 				}
 				fmt.Fprintf(&b, "%-12s %s\n", line+":", formatPosition(m, ok))

@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"fmt"
+	"github.com/shale-db/shale/internal/itertest"
 	"strconv"
 	"strings"
 	"testing"
@@ -193,23 +194,9 @@ func runLookups(t *testing.T, r *Reader, stats *Stats, from, to, step int) strin
 func runIter(it base.InternalIterator, input string) string {
 	var b strings.Builder
 	for _, line := range strings.Split(strings.TrimSpace(input), "\n") {
-		op, arg, _ := strings.Cut(line, " ")
-		var ok bool
-		switch op {
-		case "first":
-			ok = it.First()
-		case "last":
-			ok = it.Last()
-		case "next":
-			ok = it.Next()
-		case "prev":
-			ok = it.Prev()
-		case "seek-ge":
-			ok = it.SeekGE([]byte(arg))
-		case "seek-lt":
-			ok = it.SeekLT([]byte(arg))
-		default:
-			return fmt.Sprintf("unknown op %q\n", op)
+		ok, known := itertest.Move(it, line)
+		if !known {
+			return fmt.Sprintf("unknown op %q\n", line)
 		}
 		fmt.Fprintf(&b, "%-14s ", line+":")
 		switch {
