@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/shale-db/shale/bloom"
 	"github.com/shale-db/shale/cache"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/vfs"
@@ -31,7 +32,7 @@ func benchTable(b *testing.B, filter base.FilterPolicy) *Reader {
 	return openTable(b, fs, "t.sst", ReaderOptions{
 		FileNum: 1,
 		Cache:   cache.New(64 << 20),
-		Filters: []base.FilterPolicy{testBloom{}},
+		Filters: []base.FilterPolicy{bloom.NewPolicy(10)},
 	})
 }
 
@@ -39,7 +40,7 @@ func BenchmarkGet(b *testing.B) {
 	for _, filter := range []struct {
 		name   string
 		policy base.FilterPolicy
-	}{{"filter=none", nil}, {"filter=10", testBloom{bitsPerKey: 10}}} {
+	}{{"filter=none", nil}, {"filter=10", bloom.NewPolicy(10)}} {
 		r := benchTable(b, filter.policy)
 		for _, present := range []bool{true, false} {
 			b.Run(fmt.Sprintf("%s/present=%v", filter.name, present), func(b *testing.B) {

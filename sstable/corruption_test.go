@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/shale-db/shale/bloom"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/vfs"
 )
@@ -19,7 +20,7 @@ func readAll(t *testing.T, fs vfs.FS, name string, entries []kv) error {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r, err := Open(f, name, ReaderOptions{Filters: []base.FilterPolicy{testBloom{}}})
+	r, err := Open(f, name, ReaderOptions{Filters: []base.FilterPolicy{bloom.NewPolicy(10)}})
 	if err != nil {
 		return err
 	}
@@ -70,7 +71,7 @@ func TestCorruption(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	entries := randomEntries(rng, 60)
 	for _, opts := range []WriterOptions{
-		{BlockSize: 256, FilterPolicy: testBloom{bitsPerKey: 10}},
+		{BlockSize: 256, FilterPolicy: bloom.NewPolicy(10)},
 		{BlockSize: 512, Compression: NoCompression, RestartInterval: 4},
 	} {
 		fs := vfs.NewMem()

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/shale-db/shale/bloom"
 	"github.com/shale-db/shale/cache"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/vfs"
@@ -110,7 +111,7 @@ func runBuild(t *testing.T, d *datadriven.TestData, stats *Stats) (*Reader, erro
 	var opts WriterOptions
 	var ropts ReaderOptions
 	ropts.Stats = stats
-	ropts.Filters = []base.FilterPolicy{testBloom{}}
+	ropts.Filters = []base.FilterPolicy{bloom.NewPolicy(10)}
 	gen := 0
 	for _, arg := range d.CmdArgs {
 		if len(arg.Vals) != 1 {
@@ -125,7 +126,7 @@ func runBuild(t *testing.T, d *datadriven.TestData, stats *Stats) (*Reader, erro
 			opts.RestartInterval = n
 		case "filter":
 			if v != "none" {
-				opts.FilterPolicy = testBloom{bitsPerKey: n}
+				opts.FilterPolicy = bloom.NewPolicy(n)
 			}
 		case "compression":
 			opts.Compression = map[string]Compression{"snappy": SnappyCompression, "none": NoCompression}[v]

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/shale-db/shale/bloom"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/vfs"
 )
@@ -83,7 +84,7 @@ func FuzzOpen(f *testing.F) {
 	rng := rand.New(rand.NewPCG(2, 2))
 	for i, opts := range []WriterOptions{
 		{},
-		{BlockSize: 64, FilterPolicy: testBloom{bitsPerKey: 10}},
+		{BlockSize: 64, FilterPolicy: bloom.NewPolicy(10)},
 		{BlockSize: 128, Compression: NoCompression, RestartInterval: 2},
 	} {
 		fs := vfs.NewMem()
@@ -102,7 +103,7 @@ func FuzzOpen(f *testing.F) {
 		file.Close()
 		file, _ = fs.Open("t.sst")
 		defer file.Close()
-		r, err := Open(file, "t.sst", ReaderOptions{Filters: []base.FilterPolicy{testBloom{}}})
+		r, err := Open(file, "t.sst", ReaderOptions{Filters: []base.FilterPolicy{bloom.NewPolicy(10)}})
 		if err != nil {
 			checkCorruption(t, err, "t.sst")
 			return

@@ -3,7 +3,6 @@ package sstable
 import (
 	"errors"
 	"fmt"
-	"math/bits"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,63 +10,6 @@ import (
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/vfs"
 )
-
-// testBloom is a plain Bloom filter policy for these tests, so that sstable's
-// tests do not depend on the bloom package. Encoded: the bit array, then one
-// byte holding the number of probes.
-type testBloom struct{ bitsPerKey int }
-
-func (p testBloom) Name() string { return "test.bloom" }
-
-func (p testBloom) NewWriter() base.FilterWriter { return &testBloomWriter{bitsPerKey: p.bitsPerKey} }
-
-func (p testBloom) Decode(data []byte) (base.Filter, error) {
-	if len(data) < 2 || data[len(data)-1] < 1 || data[len(data)-1] > 30 {
-		return nil, fmt.Errorf("test.bloom: bad filter of %d bytes: %w", len(data), base.ErrCorruption)
-	}
-	return testBloomFilter(data), nil
-}
-
-type testBloomWriter struct {
-	bitsPerKey int
-	hashes     []uint64
-}
-
-func (w *testBloomWriter) AddHash(h uint64) { w.hashes = append(w.hashes, h) }
-
-func (w *testBloomWriter) Finish() []byte {
-	nbytes := max((len(w.hashes)*w.bitsPerKey+7)/8, 8)
-	k := min(max(w.bitsPerKey*69/100, 1), 30) // bits per key * ln 2
-	f := make([]byte, nbytes+1)
-	f[nbytes] = byte(k)
-	for _, h := range w.hashes {
-		testBloomFilter(f).probe(h, func(bit uint64) bool {
-			f[bit/8] |= 1 << (bit % 8)
-			return true
-		})
-	}
-	return f
-}
-
-type testBloomFilter []byte
-
-// probe calls fn with each of the key's bit positions until fn returns
-// false, and reports whether it never did.
-func (f testBloomFilter) probe(h uint64, fn func(bit uint64) bool) bool {
-	nbits := uint64(len(f)-1) * 8
-	delta := bits.RotateLeft64(h, 32) | 1
-	for range f[len(f)-1] {
-		if !fn(h % nbits) {
-			return false
-		}
-		h += delta
-	}
-	return true
-}
-
-func (f testBloomFilter) MayContain(h uint64) bool {
-	return f.probe(h, func(bit uint64) bool { return f[bit/8]&(1<<(bit%8)) != 0 })
-}
 
 type kv struct {
 	key   base.InternalKey

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/shale-db/shale/bloom"
 	"github.com/shale-db/shale/cache"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/vfs"
@@ -61,7 +62,7 @@ func randomOptions(rng *rand.Rand) WriterOptions {
 		Compression:     []Compression{SnappyCompression, NoCompression}[rng.IntN(2)],
 	}
 	if rng.IntN(3) > 0 {
-		opts.FilterPolicy = testBloom{bitsPerKey: 1 + rng.IntN(12)}
+		opts.FilterPolicy = bloom.NewPolicy(1 + rng.IntN(12))
 	}
 	return opts
 }
@@ -73,7 +74,7 @@ func TestRandomAgainstModel(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(run), 7))
 		entries := randomEntries(rng, 1+rng.IntN(300))
 		opts := randomOptions(rng)
-		ropts := ReaderOptions{FileNum: 1, Filters: []base.FilterPolicy{testBloom{}}, Stats: &Stats{}}
+		ropts := ReaderOptions{FileNum: 1, Filters: []base.FilterPolicy{bloom.NewPolicy(10)}, Stats: &Stats{}}
 		if run%2 == 0 {
 			ropts.Cache = cache.New(rng.IntN(8 << 10)) // small: blocks get evicted
 		}
@@ -232,9 +233,9 @@ func TestConcurrentReads(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	entries := randomEntries(rng, 300)
 	fs := vfs.NewMem()
-	buildTable(t, fs, "t.sst", entries, WriterOptions{BlockSize: 256, FilterPolicy: testBloom{bitsPerKey: 10}})
+	buildTable(t, fs, "t.sst", entries, WriterOptions{BlockSize: 256, FilterPolicy: bloom.NewPolicy(10)})
 	stats := &Stats{}
-	r := openTable(t, fs, "t.sst", ReaderOptions{FileNum: 1, Cache: cache.New(4 << 10), Stats: stats, Filters: []base.FilterPolicy{testBloom{}}})
+	r := openTable(t, fs, "t.sst", ReaderOptions{FileNum: 1, Cache: cache.New(4 << 10), Stats: stats, Filters: []base.FilterPolicy{bloom.NewPolicy(10)}})
 	defer r.Close()
 	var wg sync.WaitGroup
 	for g := range 4 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/shale-db/shale/bloom"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/vfs"
 )
@@ -151,7 +152,7 @@ func TestSeparators(t *testing.T) {
 func TestUnknownFilter(t *testing.T) {
 	fs := vfs.NewMem()
 	entries := []kv{{base.MakeInternalKey([]byte("a"), 1, base.KindSet), []byte("x")}}
-	buildTable(t, fs, "t.sst", entries, WriterOptions{FilterPolicy: testBloom{bitsPerKey: 10}})
+	buildTable(t, fs, "t.sst", entries, WriterOptions{FilterPolicy: bloom.NewPolicy(10)})
 	stats := &Stats{}
 	r := openTable(t, fs, "t.sst", ReaderOptions{Stats: stats})
 	defer r.Close()
@@ -164,7 +165,7 @@ func TestUnknownFilter(t *testing.T) {
 	if got := stats.BlockReads.Load(); got != 4 {
 		t.Fatalf("%d block reads, want 3 at open and 1 for the Get", got)
 	}
-	if r.Properties().FilterPolicy != "test.bloom" {
+	if r.Properties().FilterPolicy != bloom.PolicyName {
 		t.Fatalf("properties name filter %q", r.Properties().FilterPolicy)
 	}
 }
