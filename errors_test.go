@@ -245,3 +245,13 @@ func TestCorruption(t *testing.T) {
 		wantCorruption(t, err, "CURRENT")
 	})
 }
+
+func TestBadOptions(t *testing.T) {
+	for _, o := range []Options{{MemTableSize: -1}, {BloomBitsPerKey: -2}, {BloomBitsPerKey: 65}, {BlockSize: -4096}} {
+		o.FS = vfs.NewMem()
+		if db, err := Open("db", &o); err == nil {
+			db.Close()
+			t.Errorf("Open with %+v succeeded", o)
+		}
+	}
+}

@@ -26,6 +26,9 @@ import (
 // that memtable as an L0 table, start a new WAL and a new MANIFEST, and
 // remove every file nothing refers to.
 func Open(dir string, opts *Options) (*DB, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
 	o := opts.withDefaults()
 	db := &DB{
 		dir:       dir,

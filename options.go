@@ -1,6 +1,8 @@
 package shale
 
 import (
+	"fmt"
+
 	"github.com/shale-db/shale/compaction"
 	"github.com/shale-db/shale/vfs"
 )
@@ -55,6 +57,24 @@ type Options struct {
 	// Logger receives one line per background event (flush, compaction,
 	// recovery). nil: silent.
 	Logger func(format string, args ...any)
+}
+
+// validate rejects settings that have no meaning, before anything is
+// touched on disk.
+func (o *Options) validate() error {
+	if o == nil {
+		return nil
+	}
+	switch {
+	case o.MemTableSize < 0:
+		return fmt.Errorf("shale: Options.MemTableSize %d is negative", o.MemTableSize)
+	case o.BloomBitsPerKey < NoFilter || o.BloomBitsPerKey > 64:
+		return fmt.Errorf("shale: Options.BloomBitsPerKey %d: want 1 to 64, 0 for the default, or NoFilter", o.BloomBitsPerKey)
+	case o.BlockSize < 0, o.MaxImmutableMemTables < 0, o.L0CompactionThreshold < 0,
+		o.L0SlowdownWritesThreshold < 0, o.L0StopWritesThreshold < 0, o.LBaseMaxBytes < 0, o.TargetFileSize < 0:
+		return fmt.Errorf("shale: Options has a negative size or count")
+	}
+	return nil
 }
 
 func (o *Options) withDefaults() Options {
