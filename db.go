@@ -137,6 +137,10 @@ func (db *DB) Delete(key []byte) error {
 
 // Apply writes the batch atomically: after a crash, either all of it or none
 // of it is there. The batch may be reused once Apply returns.
+//
+// If the WAL cannot be written or synced, or a flush or compaction fails,
+// the DB stops taking writes: this and every later write returns that
+// error (reads go on). Close and reopen to recover from the WAL.
 func (db *DB) Apply(b *Batch) error {
 	if err := db.enter(); err != nil {
 		return err
