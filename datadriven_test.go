@@ -314,7 +314,7 @@ func (s *ddState) getter(d *datadriven.TestData) func([]byte) ([]byte, error) {
 
 // lsm prints the tree: files per level with their key ranges.
 func (s *ddState) lsm() string {
-	mems, v := s.db.readState()
+	mems, v, _ := s.db.readState(readLatest)
 	defer v.unref()
 	var b strings.Builder
 	if n := mems[0].Len(); n > 0 {
@@ -341,7 +341,7 @@ func (s *ddState) lsm() string {
 
 // filters prints, per level, the filter format, bytes and bits per key.
 func (s *ddState) filters() string {
-	_, v := s.db.readState()
+	_, v, _ := s.db.readState(readLatest)
 	defer v.unref()
 	var b strings.Builder
 	var totalBytes, totalKeys uint64

@@ -158,13 +158,18 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer db.leave()
-	return db.get(key, base.SeqNum(db.visibleSeq.Load()), nil)
+	return db.get(key, readLatest, nil)
 }
 
+// readLatest, as the sequence number of a read, means "every write visible
+// when the read took its state" (see readState).
+const readLatest = ^base.SeqNum(0)
+
 // get is the read path: memtables newest first, then the tables of the
-// version that was current when the read began, at sequence number seq.
+// version that was current when the read began, at sequence number seq (a
+// snapshot's, or readLatest).
 func (db *DB) get(key []byte, seq base.SeqNum, trace *LookupTrace) ([]byte, error) {
-	mems, v := db.readState()
+	mems, v, seq := db.readState(seq)
 	defer v.unref()
 
 	for i, m := range mems {
@@ -236,9 +241,14 @@ func foundValueOrErr(val []byte, kind base.Kind, err error) ([]byte, error) {
 	return foundValue(val, kind)
 }
 
-// readState returns the memtables, newest first, and a referenced current
-// version: everything a read needs, consistent with each other.
-func (db *DB) readState() ([]*memTable, *version) {
+// readState returns the memtables, newest first, a referenced current
+// version, and the sequence number to read at: everything a read needs,
+// consistent with each other. For readLatest the sequence number is taken
+// here, after the memtables and version: flushes and compactions drop a
+// version shadowed by a newer visible one, so a read must never use a
+// sequence number older than the data it reads (a snapshot's is protected
+// by its registration instead).
+func (db *DB) readState(seq base.SeqNum) ([]*memTable, *version, base.SeqNum) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	mems := make([]*memTable, 0, 1+len(db.imm))
@@ -247,7 +257,10 @@ func (db *DB) readState() ([]*memTable, *version) {
 		mems = append(mems, db.imm[i])
 	}
 	db.current.ref()
-	return mems, db.current
+	if seq == readLatest {
+		seq = base.SeqNum(db.visibleSeq.Load())
+	}
+	return mems, db.current, seq
 }
 
 // Flush writes the memtable to an SSTable and returns once the table is in

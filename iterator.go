@@ -37,18 +37,16 @@ type Iterator struct {
 
 // NewIter returns an iterator over the store's current state.
 func (db *DB) NewIter(opts *IterOptions) *Iterator {
-	return db.newIter(opts, 0, false)
+	return db.newIter(opts, readLatest)
 }
 
-func (db *DB) newIter(opts *IterOptions, seq base.SeqNum, atSeq bool) *Iterator {
+// newIter returns an iterator reading at seq (a snapshot's, or readLatest).
+func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 	if err := db.enter(); err != nil {
 		return &Iterator{err: err}
 	}
 	defer db.leave()
-	if !atSeq {
-		seq = base.SeqNum(db.visibleSeq.Load())
-	}
-	mems, v := db.readState()
+	mems, v, seq := db.readState(seq)
 	iters := make([]base.InternalIterator, 0, len(mems)+len(v.Levels[0])+len(v.Levels))
 	for _, m := range mems {
 		iters = append(iters, m.NewIter())

@@ -67,7 +67,7 @@ func (db *DB) Metrics() Metrics {
 	m.BlockCacheHits, m.BlockCacheMiss = db.cache.Stats()
 	m.BlockCacheBytes = int64(db.cache.Size())
 
-	mems, v := db.readState()
+	mems, v, _ := db.readState(readLatest)
 	defer v.unref()
 	m.MemTableBytes = int64(mems[0].Size())
 	m.ImmutableTables = len(mems) - 1

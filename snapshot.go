@@ -49,7 +49,7 @@ func (s *Snapshot) NewIter(opts *IterOptions) *Iterator {
 	if s.closed {
 		return &Iterator{err: ErrClosed}
 	}
-	return s.db.newIter(opts, s.seq, true)
+	return s.db.newIter(opts, s.seq)
 }
 
 // Close releases the snapshot. Closing twice returns ErrClosed.

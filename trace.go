@@ -42,7 +42,7 @@ func (db *DB) TraceGet(key []byte) (*LookupTrace, error) {
 	}
 	defer db.leave()
 	t := &LookupTrace{Key: append([]byte{}, key...)}
-	val, err := db.get(key, base.SeqNum(db.visibleSeq.Load()), t)
+	val, err := db.get(key, readLatest, t)
 	if err != nil && err != ErrNotFound {
 		return t, err
 	}
