@@ -183,6 +183,8 @@ func (db *DB) makeRoomForWrite(force bool) error {
 		default:
 			if err := db.rotateMemTable(); err != nil {
 				db.bgErr = err
+				db.logf("background error: %v", err)
+				db.cond.Broadcast()
 				return err
 			}
 			force = false
@@ -205,8 +207,13 @@ func (db *DB) rotateMemTable() error {
 			return err
 		}
 	}
-	// Every record in the old log was synced by its commit (or NoSync
-	// said not to); closing it loses nothing.
+	// Sync the old log even under NoSync: recovery allows a torn tail only
+	// in the newest WAL, so an older one must be whole. Once per memtable,
+	// this costs little.
+	if err := db.log.Sync(); err != nil {
+		f.Close()
+		return err
+	}
 	if err := db.log.Close(); err != nil {
 		f.Close()
 		return err

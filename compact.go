@@ -78,6 +78,7 @@ func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
 		db.stats.flushBytes.Add(int64(t.meta.Size))
 	}
 	if err := db.logAndApply(edit, added); err != nil {
+		closeTables(added) // their files go at the next Open
 		return err
 	}
 	db.mu.Lock()
@@ -211,6 +212,13 @@ func (db *DB) writeTables(it *compaction.Iter, level int, targetSize int64, inpu
 	return out, nil
 }
 
+// closeTables closes new tables that no version took.
+func closeTables(tables []*table) {
+	for _, t := range tables {
+		t.reader.Close()
+	}
+}
+
 // compactLoop runs background compactions while the picker finds work.
 func (db *DB) compactLoop() {
 	defer db.bgWG.Done()
@@ -326,6 +334,7 @@ func (db *DB) runCompaction(v *version, job compactionJob) error {
 		bytesOut += int64(t.meta.Size)
 	}
 	if err := db.logAndApply(edit, out); err != nil {
+		closeTables(out) // their files go at the next Open
 		return err
 	}
 	db.stats.compactions.Add(1)

@@ -82,10 +82,6 @@ type DB struct {
 	bgErr       error // sticky: a failed flush, compaction or WAL write
 	pickCursor  compaction.Cursor
 
-	// keepUnreferenced: the MANIFEST ended in a torn record, so Open keeps
-	// tables and WALs it does not refer to instead of deleting them.
-	keepUnreferenced bool
-
 	// manifestMu serialises version changes (logAndApply).
 	manifestMu   sync.Mutex
 	manifest     *wal.Writer

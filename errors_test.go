@@ -59,6 +59,8 @@ func TestLock(t *testing.T) {
 func TestClosed(t *testing.T) {
 	db := mustOpen(t, "db", &Options{FS: vfs.NewMem()})
 	snap := db.NewSnapshot()
+	openSnap := db.NewSnapshot()
+	openIter := db.NewIter(nil)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +82,8 @@ func TestClosed(t *testing.T) {
 		"Compact":      db.Compact(),
 		"Close":        db.Close(),
 		"Iterator":     it.Error(),
+		"Snapshot.Close of a snapshot taken before": openSnap.Close(),
+		"Iterator.Close of an iterator made before": openIter.Close(),
 	} {
 		if !errors.Is(err, ErrClosed) {
 			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
@@ -250,7 +254,8 @@ func TestCorruption(t *testing.T) {
 }
 
 func TestBadOptions(t *testing.T) {
-	for _, o := range []Options{{MemTableSize: -1}, {BloomBitsPerKey: -2}, {BloomBitsPerKey: 65}, {BlockSize: -4096}} {
+	for _, o := range []Options{{MemTableSize: -1}, {BloomBitsPerKey: -2}, {BloomBitsPerKey: 65}, {BlockSize: -4096},
+		{L0CompactionThreshold: 8, L0StopWritesThreshold: 8}} {
 		o.FS = vfs.NewMem()
 		if db, err := Open("db", &o); err == nil {
 			db.Close()
@@ -299,5 +304,63 @@ func TestReadSeqAfterState(t *testing.T) {
 	wg.Wait()
 	if n := misses.Load(); n > 0 {
 		t.Fatalf("a key that always exists was missing from %d reads", n)
+	}
+}
+
+// TestHighCompactionThreshold: raising only the compaction threshold raises
+// the write thresholds with it, so writes never wait for a compaction the
+// picker will not start.
+func TestHighCompactionThreshold(t *testing.T) {
+	db := mustOpen(t, "db", &Options{FS: vfs.NewMem(), L0CompactionThreshold: 16})
+	defer db.Close()
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < 20; i++ {
+			db.Put([]byte(fmt.Sprint(i)), []byte("v"))
+			if err := db.Flush(); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("writes hang with L0CompactionThreshold 16")
+	}
+}
+
+// TestCrashDuringFirstOpen: a first Open that dies before writing CURRENT
+// leaves files that hold no acknowledged write; the next Open starts over.
+// A directory whose CURRENT is lost while tables remain is refused.
+func TestCrashDuringFirstOpen(t *testing.T) {
+	mem := vfs.NewMem()
+	efs := vfs.NewErrorFS(mem)
+	efs.SetInjector(func(op vfs.Op, path string) error {
+		if op == vfs.OpRename {
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	if _, err := Open("db", &Options{FS: efs}); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("first Open: %v, want the injected error", err)
+	}
+	db := mustOpen(t, "db", &Options{FS: mem})
+	if err := db.Put([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if err := mem.Remove("db/CURRENT"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open("db", &Options{FS: mem}); !errors.Is(err, ErrCorruption) {
+		t.Fatalf("Open without CURRENT but with tables: %v, want ErrCorruption", err)
 	}
 }

@@ -16,8 +16,14 @@ import (
 type TableFilter = base.FilterPolicy
 
 // BloomFilter returns a cache-line-blocked Bloom filter at bitsPerKey
-// (about 1% false positives at 10).
-func BloomFilter(bitsPerKey int) TableFilter { return bloom.NewPolicy(bitsPerKey) }
+// (about 1% false positives at 10). Below 1 bit per key it returns nil: no
+// filter.
+func BloomFilter(bitsPerKey int) TableFilter {
+	if bitsPerKey < 1 {
+		return nil
+	}
+	return bloom.NewPolicy(bitsPerKey)
+}
 
 // FuseFilter returns a binary fuse filter with 8-bit fingerprints: about
 // 9 bits per key for a 0.4% false-positive rate, smaller than a Bloom filter
@@ -79,6 +85,7 @@ func PerLevelFilters(byLevel [manifest.NumLevels]TableFilter) FilterPolicy { ret
 // gets bitsPerKey + log(S/s)/ln(2)^2 - c bits per key, where S is the
 // largest run and c is chosen so the average over all keys is bitsPerKey.
 // With a level multiplier of 10 that is about 4.8 more bits per level up.
+// Below 1 bit per key it writes no filter.
 func MonkeyBloom(bitsPerKey int) FilterPolicy { return monkey(bitsPerKey) }
 
 type monkey int
@@ -88,6 +95,9 @@ type monkey int
 const maxMonkeyBits = 24
 
 func (m monkey) FilterFor(t NewTable) TableFilter {
+	if m < 1 {
+		return nil
+	}
 	// The sorted runs: every L0 file (all taken as L0's average size) and
 	// every non-empty level below.
 	run := func(level int) float64 {

@@ -248,7 +248,7 @@ func (it *Iterator) Value() []byte {
 func (it *Iterator) Error() error { return it.err }
 
 // Close releases the iterator's files and returns its error, if any.
-// Closing twice returns ErrClosed.
+// Closing twice, or after the DB was closed, returns ErrClosed.
 func (it *Iterator) Close() error {
 	if it.closed {
 		return ErrClosed
@@ -262,6 +262,9 @@ func (it *Iterator) Close() error {
 		it.err = err
 	}
 	it.v.unref()
+	if it.err == nil && it.db.closed.Load() {
+		it.err = ErrClosed
+	}
 	return it.err
 }
 

@@ -88,11 +88,10 @@ func (db *DB) recover() error {
 			return err
 		}
 	} else {
-		for _, name := range names {
-			if t, _, ok := parseFileName(name); ok && t != fileTypeLock {
-				return fmt.Errorf("shale: %s has %s but no CURRENT: not a store shale can open", db.dir, name)
-			}
+		if err := db.clearFailedCreate(names); err != nil {
+			return err
 		}
+		names = nil // a new store: nothing to replay
 	}
 
 	tables := map[uint64]*table{}
@@ -124,8 +123,8 @@ func (db *DB) recover() error {
 	}
 	slices.Sort(logs)
 	mem := memtable.New()
-	for _, num := range logs {
-		if err := db.replayLog(num, mem); err != nil {
+	for i, num := range logs {
+		if err := db.replayLog(num, mem, i == len(logs)-1); err != nil {
 			return err
 		}
 	}
@@ -170,10 +169,47 @@ func (db *DB) recover() error {
 	return nil
 }
 
-// replayLog applies every batch in WAL num to mem. A torn tail (the crash
-// interrupted the last write) ends the log; anything else that does not
-// decode is corruption and stops the open.
-func (db *DB) replayLog(num uint64, mem *memtable.MemTable) error {
+// clearFailedCreate prepares a directory without CURRENT for a new store.
+// A first Open that crashed before it wrote CURRENT leaves an empty WAL and
+// a MANIFEST behind; no write was ever acknowledged there (Open had not
+// returned), so they are removed. Anything else of a store's, a table or a
+// WAL with records, means CURRENT was lost: that is not a store to start
+// afresh over.
+func (db *DB) clearFailedCreate(names []string) error {
+	var leftovers []string
+	for _, name := range names {
+		t, _, ok := parseFileName(name)
+		if !ok || t == fileTypeLock {
+			continue
+		}
+		path := db.fs.PathJoin(db.dir, name)
+		empty := false
+		if t == fileTypeLog {
+			info, err := db.fs.Stat(path)
+			if err != nil {
+				return err
+			}
+			empty = info.Size() == 0
+		}
+		if t == fileTypeTable || t == fileTypeLog && !empty {
+			return base.CorruptionErrorf(path, -1, "%s has no CURRENT, but holds %s", db.dir, name)
+		}
+		leftovers = append(leftovers, path)
+	}
+	for _, path := range leftovers {
+		if err := db.fs.Remove(path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replayLog applies every batch in WAL num to mem. In the newest WAL a torn
+// tail (the crash interrupted the last write) ends the log. Older WALs were
+// synced whole before the next one started, so a torn tail there, or
+// anything else that does not decode, is corruption and stops the open:
+// replaying later WALs past a gap would break the order of writes.
+func (db *DB) replayLog(num uint64, mem *memtable.MemTable, newest bool) error {
 	name := db.fileName(fileTypeLog, num)
 	f, err := db.fs.Open(name)
 	if err != nil {
@@ -201,6 +237,9 @@ func (db *DB) replayLog(num uint64, mem *memtable.MemTable) error {
 		}
 	}
 	if off, torn := r.TornTail(); torn {
+		if !newest {
+			return base.CorruptionErrorf(name, off, "log ends in a torn record, but a newer log follows it")
+		}
 		db.logf("%s: torn tail at offset %d cut off (a write the crash interrupted)", name, off)
 	}
 	return nil
@@ -247,10 +286,10 @@ func (db *DB) deleteObsoleteFiles() {
 		var obsolete bool
 		switch t {
 		case fileTypeLog:
-			obsolete = num < db.logNum && !db.keepUnreferenced
+			obsolete = num < db.logNum
 		case fileTypeTable:
 			_, live := db.current.tables[num]
-			obsolete = !live && !db.keepUnreferenced
+			obsolete = !live
 		case fileTypeManifest:
 			obsolete = num != db.manifestNum
 		case fileTypeTemp:

@@ -36,10 +36,12 @@ type Options struct {
 	// compaction. 0: 4.
 	L0CompactionThreshold int
 	// L0SlowdownWritesThreshold is the L0 file count at which each write
-	// group is delayed by 1 ms to let compaction catch up. 0: 8.
+	// group is delayed by 1 ms to let compaction catch up. 0: 8, or twice
+	// L0CompactionThreshold if that is more.
 	L0SlowdownWritesThreshold int
 	// L0StopWritesThreshold is the L0 file count at which writes wait for
-	// compaction. 0: 12.
+	// compaction; it must be above L0CompactionThreshold. 0: 12, or three
+	// times L0CompactionThreshold if that is more.
 	L0StopWritesThreshold int
 	// LBaseMaxBytes is L1's target size; each deeper level is 10x larger.
 	// 0: 64 MiB.
@@ -74,6 +76,11 @@ func (o *Options) validate() error {
 		o.L0SlowdownWritesThreshold < 0, o.L0StopWritesThreshold < 0, o.LBaseMaxBytes < 0, o.TargetFileSize < 0:
 		return fmt.Errorf("shale: Options has a negative size or count")
 	}
+	d := o.withDefaults()
+	if d.L0StopWritesThreshold <= d.L0CompactionThreshold || d.L0SlowdownWritesThreshold < d.L0CompactionThreshold {
+		return fmt.Errorf("shale: L0 write thresholds (slowdown %d, stop %d) must be above L0CompactionThreshold %d, or writes would wait for a compaction that never starts",
+			d.L0SlowdownWritesThreshold, d.L0StopWritesThreshold, d.L0CompactionThreshold)
+	}
 	return nil
 }
 
@@ -93,8 +100,10 @@ func (o *Options) withDefaults() Options {
 	setDefault(&r.BlockSize, 4<<10)
 	setDefault(&r.MaxImmutableMemTables, 2)
 	setDefault(&r.L0CompactionThreshold, 4)
-	setDefault(&r.L0SlowdownWritesThreshold, 8)
-	setDefault(&r.L0StopWritesThreshold, 12)
+	// Writes must never wait for a compaction the picker would not start,
+	// so the write thresholds default to above the compaction threshold.
+	setDefault(&r.L0SlowdownWritesThreshold, max(8, 2*r.L0CompactionThreshold))
+	setDefault(&r.L0StopWritesThreshold, max(12, 3*r.L0CompactionThreshold))
 	if r.LBaseMaxBytes == 0 {
 		r.LBaseMaxBytes = 64 << 20
 	}

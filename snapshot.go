@@ -52,7 +52,8 @@ func (s *Snapshot) NewIter(opts *IterOptions) *Iterator {
 	return s.db.newIter(opts, s.seq)
 }
 
-// Close releases the snapshot. Closing twice returns ErrClosed.
+// Close releases the snapshot. Closing twice, or after the DB was closed,
+// returns ErrClosed.
 func (s *Snapshot) Close() error {
 	if s.closed {
 		return ErrClosed
@@ -62,6 +63,9 @@ func (s *Snapshot) Close() error {
 	db.mu.Lock()
 	db.snapshots.remove(s.seq)
 	db.mu.Unlock()
+	if db.closed.Load() {
+		return ErrClosed
+	}
 	return nil
 }
 

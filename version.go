@@ -333,10 +333,11 @@ func (db *DB) replayManifest(num uint64) (*manifest.Version, error) {
 	}
 	if off, torn := r.TornTail(); torn {
 		// A crash while an edit was being written: that edit never took
-		// effect. But a damaged last record looks the same, and then
-		// files it added would look unreferenced; keep them.
-		db.keepUnreferenced = true
-		db.logf("%s: torn tail at offset %d ignored; unreferenced files kept", name, off)
+		// effect, and nothing it would have made obsolete was deleted
+		// (deletions wait for the edit's sync). A last record damaged
+		// after it was synced cannot be told from a torn one; as in
+		// LevelDB, it is taken for one.
+		db.logf("%s: torn tail at offset %d: an edit a crash interrupted, ignored", name, off)
 	}
 	return v, nil
 }
