@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shale-db/shale/compaction"
@@ -326,7 +327,13 @@ func (db *DB) runCompaction(v *version, job compactionJob) error {
 		err = cerr
 	}
 	if err != nil {
-		return err
+		// Name the inputs: an error of the merge (keys out of order, say)
+		// cannot tell which of them it came from.
+		names := make([]string, len(job.inputs))
+		for i, in := range job.inputs {
+			names[i] = baseFileName(fileTypeTable, in.meta.FileNum)
+		}
+		return fmt.Errorf("compacting %s: %w", strings.Join(names, ", "), err)
 	}
 	var bytesOut int64
 	for _, t := range out {

@@ -55,19 +55,20 @@
 // Data blocks hold the table's entries: the key is the encoded internal key
 // (user key, then the 8-byte trailer seqnum<<8 | kind), the value is the
 // value (empty for a deletion). A data block is cut as soon as its
-// uncompressed size reaches BlockSize.
+// uncompressed size reaches BlockSize, or before an entry that would take it
+// past 512 MiB (maxBlockLen).
 //
 // The index block has one entry per data block, with restart interval 1 (no
 // prefix compression, so a seek is a pure binary search). Its key is a
 // separator, an internal key >= every key of the block and < every key of
 // the next block; its value is the block's handle. Between two blocks whose
-// boundary keys have user keys a < b, the separator is the shortest user key
-// s with a < s < b built by incrementing one byte of a, when one exists,
-// with trailer (MaxSeqNum, KindMax) so that it sorts before every real entry
-// for s; otherwise it is the block's last key. After the last block the
-// separator is the shortest user key above the last user key (increment its
-// first byte that is not 0xff and drop what follows), or the last key when
-// there is none. Short separators keep the index, which readers hold in
+// boundary keys have user keys a < b, the separator is s = a's common
+// prefix with b plus a's next byte incremented, when that byte exists and
+// stays below b's, with trailer (MaxSeqNum, KindMax) so that it sorts
+// before every real entry for s; otherwise it is the block's last key.
+// After the last block the separator is the shortest user key above the
+// last user key (increment its first byte that is not 0xff and drop what
+// follows), or the last key when there is none. Short separators keep the index, which readers hold in
 // memory, small.
 //
 // The filter block holds what the FilterPolicy's writer returned after it
@@ -114,6 +115,7 @@ package sstable
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -218,6 +220,13 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 	case key.EncodedLen()+len(value) > maxEntryLen:
 		return fmt.Errorf("sstable: entry of %d bytes is too large", key.EncodedLen()+len(value))
 	}
+	// Cut the block before an entry that would take it past maxBlockLen,
+	// which readers refuse to decompress beyond.
+	if w.data.entries > 0 && w.data.estimatedSize()+key.EncodedLen()+len(value)+3*binary.MaxVarintLen32 > maxBlockLen {
+		if err := w.flushData(); err != nil {
+			return err
+		}
+	}
 	if w.pending != nil {
 		w.addIndexEntry(separator(w.sepBuf[:0], w.lastKey, key))
 	}
@@ -285,7 +294,10 @@ func (w *Writer) addIndexEntry(sep []byte) {
 // returns the block's handle. A write error is kept in w.err.
 func (w *Writer) writeBlock(contents []byte, c Compression) (blockHandle, error) {
 	stored, typ := contents, byte(blockTypeRaw)
-	if c == SnappyCompression {
+	// A block larger than maxBlockLen (only an index of huge keys can be)
+	// is stored raw: readers bound a raw block by the file's size, and
+	// refuse to decompress one that large.
+	if c == SnappyCompression && len(contents) <= maxBlockLen {
 		w.compressed = snappy.Encode(w.compressed[:cap(w.compressed)], contents)
 		if len(w.compressed) <= len(contents)-len(contents)/8 {
 			stored, typ = w.compressed, blockTypeSnappy
