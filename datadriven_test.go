@@ -36,10 +36,11 @@ type ddState struct {
 //	     [l0-threshold=N] [lbase=BYTES] [target-file-size=BYTES]
 //	put KEY VALUE | del KEY | get KEY [snapshot=NAME]
 //	batch            (input: "put K V" / "del K" lines, applied atomically)
-//	load n=N files=F [prefix=P] [value=V]
+//	load n=N files=F [prefix=P] [value=V] [settle]
 //	                 (keys P%06d for i < N, striped over F flushed L0 files:
 //	                  file j holds the keys with i%F == j, so every file
-//	                  spans the whole key range)
+//	                  spans the whole key range; settle: compact as the
+//	                  picker wants after each flush)
 //	gets [present=N] [absent=N] [span=N]
 //	                 (input: one key per line, and/or N generated keys that
 //	                  are, or are not, in the last load (or in the first
@@ -197,6 +198,11 @@ func (s *ddState) exec(d *datadriven.TestData) (string, error) {
 			if err := s.db.Flush(); err != nil {
 				return "", err
 			}
+			if d.HasArg("settle") {
+				if err := s.settle(); err != nil {
+					return "", err
+				}
+			}
 		}
 		s.loaded, s.loadedPrefix = n, prefix
 		return s.lsm(), nil
@@ -277,20 +283,24 @@ func (s *ddState) exec(d *datadriven.TestData) (string, error) {
 	case "filters":
 		return s.filters(), nil
 	case "settle":
-		// Run the compactions the picker wants, in the foreground, until
-		// it wants none: a deterministic stand-in for the background.
-		for {
-			ran, err := s.db.compactOnce()
-			if err != nil {
-				return "", err
-			}
-			if !ran {
-				return s.lsm(), nil
-			}
+		if err := s.settle(); err != nil {
+			return "", err
 		}
+		return s.lsm(), nil
 	}
 	s.t.Fatalf("%s: unknown command %s", d.Pos, d.Cmd)
 	return "", nil
+}
+
+// settle runs the compactions the picker wants, in the foreground, until it
+// wants none: a deterministic stand-in for the background.
+func (s *ddState) settle() error {
+	for {
+		ran, err := s.db.compactOnce()
+		if err != nil || !ran {
+			return err
+		}
+	}
 }
 
 func (s *ddState) open() (string, error) {
