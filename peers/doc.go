@@ -1,0 +1,5 @@
+// Package peers compares shale with other embedded Go key-value stores
+// (goleveldb, Pebble) through their public APIs. It is a separate module so
+// that the shale library itself gains no dependency; everything lives in the
+// _test.go files as `go test -bench` benchmarks. See README.md.
+package peers
