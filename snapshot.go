@@ -43,6 +43,14 @@ func (s *Snapshot) Get(key []byte) ([]byte, error) {
 	return s.db.get(key, s.seq, nil)
 }
 
+// TraceGet looks key up like Get and returns the path the lookup took.
+func (s *Snapshot) TraceGet(key []byte) (*LookupTrace, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	return s.db.traceGet(key, s.seq)
+}
+
 // NewIter returns an iterator over the store as it was when the snapshot was
 // taken.
 func (s *Snapshot) NewIter(opts *IterOptions) *Iterator {

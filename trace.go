@@ -37,12 +37,17 @@ type TraceStep struct {
 // TraceGet looks key up like Get and returns the path the lookup took. A key
 // that is absent is not an error: the trace says so.
 func (db *DB) TraceGet(key []byte) (*LookupTrace, error) {
+	return db.traceGet(key, readLatest)
+}
+
+// traceGet traces a lookup at seq (a snapshot's, or readLatest).
+func (db *DB) traceGet(key []byte, seq base.SeqNum) (*LookupTrace, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
 	}
 	defer db.leave()
 	t := &LookupTrace{Key: append([]byte{}, key...)}
-	val, err := db.get(key, readLatest, t)
+	val, err := db.get(key, seq, t)
 	if err != nil && err != ErrNotFound {
 		return t, err
 	}

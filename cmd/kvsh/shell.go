@@ -204,8 +204,8 @@ func init() {
 			detail: "commit applies the queued writes atomically (all or none, also across a crash); abort discards them. get, scan, count, explain, stats and help work in a batch and read the committed store."},
 		{name: "commit", summary: "apply the batch atomically", inBatch: true, run: cmdCommit},
 		{name: "abort", summary: "discard the batch", inBatch: true, run: cmdAbort},
-		{name: "snapshot", args: "[off]", summary: "take a snapshot for get, scan and count to read; snapshot off releases it", max: 1, run: cmdSnapshot,
-			detail: "While a snapshot is open, get, scan and count see the store as it was when it was taken; put and del still write to the live store and show once it is released. snapshot again replaces it with a fresh one. explain get always traces the live store. Compactions keep every version the snapshot can see until it is released."},
+		{name: "snapshot", args: "[off]", summary: "take a snapshot for get, scan, count and explain get to read; snapshot off releases it", max: 1, run: cmdSnapshot,
+			detail: "While a snapshot is open, get, scan, count and explain get see the store as it was when it was taken; put and del still write to the live store and show once it is released. snapshot again replaces it with a fresh one. Compactions keep every version the snapshot can see until it is released."},
 		{name: "flush", summary: "write the memtable to an L0 table", run: cmdFlush},
 		{name: "compact", summary: "compact the whole store into the bottom level", run: cmdCompact},
 		{name: "stats", summary: "print the metrics: the tree per level, reads, filters, cache, writes", inBatch: true, run: cmdStats},
@@ -375,7 +375,7 @@ func cmdSnapshot(sh *shell, args []string, _ map[string]string) error {
 		fmt.Fprint(sh.out, "released the previous snapshot; ")
 	}
 	sh.snap = sh.db.NewSnapshot()
-	fmt.Fprintln(sh.out, "snapshot taken: get, scan and count read it until snapshot off")
+	fmt.Fprintln(sh.out, "snapshot taken: get, scan, count and explain get read it until snapshot off")
 	return nil
 }
 
@@ -560,12 +560,13 @@ func cmdExplain(sh *shell, args []string, _ map[string]string) error {
 	if args[0] != "get" {
 		return errors.New("usage: explain get KEY")
 	}
-	t, err := sh.db.TraceGet([]byte(args[1]))
+	trace := sh.db.TraceGet
+	if sh.snap != nil {
+		trace = sh.snap.TraceGet
+	}
+	t, err := trace([]byte(args[1]))
 	if err != nil {
 		return err
-	}
-	if sh.snap != nil {
-		fmt.Fprintln(sh.out, "(tracing the live store, not the snapshot)")
 	}
 	writeTrace(sh.out, t)
 	return nil
