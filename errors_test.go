@@ -69,19 +69,21 @@ func TestClosed(t *testing.T) {
 	_, getErr := db.Get([]byte("k"))
 	_, snapErr := snap.Get([]byte("k"))
 	_, traceErr := db.TraceGet([]byte("k"))
+	_, snapTraceErr := snap.TraceGet([]byte("k"))
 	it := db.NewIter(nil)
 	it.First()
 	for name, err := range map[string]error{
-		"Put":          db.Put([]byte("k"), []byte("v")),
-		"Delete":       db.Delete([]byte("k")),
-		"Apply":        db.Apply(b),
-		"Get":          getErr,
-		"Snapshot.Get": snapErr,
-		"TraceGet":     traceErr,
-		"Flush":        db.Flush(),
-		"Compact":      db.Compact(),
-		"Close":        db.Close(),
-		"Iterator":     it.Error(),
+		"Put":               db.Put([]byte("k"), []byte("v")),
+		"Delete":            db.Delete([]byte("k")),
+		"Apply":             db.Apply(b),
+		"Get":               getErr,
+		"Snapshot.Get":      snapErr,
+		"TraceGet":          traceErr,
+		"Snapshot.TraceGet": snapTraceErr,
+		"Flush":             db.Flush(),
+		"Compact":           db.Compact(),
+		"Close":             db.Close(),
+		"Iterator":          it.Error(),
 		"Snapshot.Close of a snapshot taken before": openSnap.Close(),
 		"Iterator.Close of an iterator made before": openIter.Close(),
 	} {
