@@ -90,14 +90,19 @@ func runCrashChild(t *testing.T, dir string, round int, d time.Duration) (map[st
 		}
 		close(lines)
 	}()
-	timer := time.AfterFunc(d, func() { cmd.Process.Kill() })
-	defer timer.Stop()
+	// The clock starts once the child has opened the store, so a slow
+	// start (a loaded machine, the race detector) cannot eat the run.
+	// A child that never gets there is killed after a minute.
+	timer := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+	defer func() { timer.Stop() }()
 	ready := false
 	for line := range lines {
 		f := strings.Fields(line)
 		switch {
 		case len(f) == 1 && f[0] == "ready":
 			ready = true
+			timer.Stop()
+			timer = time.AfterFunc(d, func() { cmd.Process.Kill() })
 		case len(f) == 3 && f[0] == "put":
 			acked[f[1]] = f[2]
 		case len(f) >= 2 && f[0] == "begin":
