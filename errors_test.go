@@ -366,3 +366,44 @@ func TestCrashDuringFirstOpen(t *testing.T) {
 		t.Fatalf("Open without CURRENT but with tables: %v, want ErrCorruption", err)
 	}
 }
+
+// TestPerLevelFilters: each level's new tables get that level's filter, and
+// a level given none writes tables without one.
+func TestPerLevelFilters(t *testing.T) {
+	var byLevel [7]TableFilter
+	for l := range 6 {
+		byLevel[l] = BloomFilter(10)
+	}
+	byLevel[6] = FuseFilter()
+	db := mustOpen(t, "db", &Options{FS: vfs.NewMem(), FilterPolicy: PerLevelFilters(byLevel)})
+	defer func() { db.Close() }()
+	db.Put([]byte("a"), []byte("1"))
+	db.Flush()
+	filters := func() (names []string) {
+		_, v, _ := db.readState(readLatest)
+		defer v.unref()
+		for level, files := range v.Levels {
+			for _, f := range files {
+				names = append(names, fmt.Sprintf("L%d:%s", level, v.tables[f.FileNum].reader.Properties().FilterPolicy))
+			}
+		}
+		return names
+	}
+	if got := fmt.Sprint(filters()); got != "[L0:shale.bloom.v1]" {
+		t.Fatalf("after a flush: %s", got)
+	}
+	db.Compact()
+	if got := fmt.Sprint(filters()); got != "[L6:shale.fuse8.v1]" {
+		t.Fatalf("after Compact: %s", got)
+	}
+	byLevel[6] = nil
+	db.Close()
+	db = mustOpen(t, "db", &Options{FS: db.opts.FS, FilterPolicy: PerLevelFilters(byLevel)})
+	db.Compact()
+	if got := fmt.Sprint(filters()); got != "[L6:]" {
+		t.Fatalf("after Compact with no L6 filter: %s", got)
+	}
+	if v, err := db.Get([]byte("a")); err != nil || string(v) != "1" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+}

@@ -131,17 +131,6 @@ func Compare(a, b InternalKey) int {
 	return 0
 }
 
-// CompareEncoded orders two encoded internal keys as Compare orders their
-// decodings. Keys shorter than a trailer sort first, by bytes.
-func CompareEncoded(a, b []byte) int {
-	ka, oka := DecodeInternalKey(a)
-	kb, okb := DecodeInternalKey(b)
-	if !oka || !okb {
-		return bytes.Compare(a, b)
-	}
-	return Compare(ka, kb)
-}
-
 // FormatKey renders a user key for people: plain when every byte is
 // printable ASCII other than a quote or backslash, otherwise as a Go-quoted
 // string with \x escapes. The empty key prints as "".
