@@ -91,8 +91,9 @@ type batchEntry struct {
 // decodeBatch checks a WAL record and calls fn for each entry in order.
 // file and offset locate the record in errors, which match ErrCorruption.
 // Nothing is passed to fn unless the whole record decodes: a batch is applied
-// entirely or not at all.
-func decodeBatch(data []byte, file string, offset int64, fn func(batchEntry) error) (first base.SeqNum, count int, err error) {
+// entirely or not at all. So the record is walked twice, once to check it
+// and once to apply it, which allocates nothing.
+func decodeBatch(data []byte, file string, offset int64, fn func(batchEntry)) (first base.SeqNum, count int, err error) {
 	corrupt := func(format string, args ...any) error {
 		return base.CorruptionErrorf(file, offset, "batch: %s", fmt.Sprintf(format, args...))
 	}
@@ -101,52 +102,63 @@ func decodeBatch(data []byte, file string, offset int64, fn func(batchEntry) err
 	}
 	first = base.SeqNum(binary.LittleEndian.Uint64(data))
 	n := binary.LittleEndian.Uint32(data[8:])
-	// Every entry takes at least 2 bytes, which bounds any allocation by
-	// the record's real size.
-	if uint64(n) > uint64(len(data)-batchHeaderLen)/2 {
-		return 0, 0, corrupt("count %d does not fit in %d bytes", n, len(data))
-	}
 	if first == 0 || uint64(first)+uint64(n) > uint64(base.MaxSeqNum) {
 		return 0, 0, corrupt("sequence number %d out of range", first)
 	}
-	entries := make([]batchEntry, 0, n)
+	if err := walkBatch(data, corrupt, nil); err != nil {
+		return 0, 0, err
+	}
+	walkBatch(data, corrupt, fn)
+	return first, int(n), nil
+}
+
+// forEach calls fn for each entry of a batch built by Put and Delete (and
+// stamped by setSeqNum), which is well formed by construction.
+func (b *Batch) forEach(fn func(batchEntry)) {
+	walkBatch(b.data, func(string, ...any) error { return nil }, fn)
+}
+
+// walkBatch parses the entries of a batch whose header is sane, calling fn
+// (if not nil) for each, and returns the first inconsistency as corrupt
+// describes it.
+func walkBatch(data []byte, corrupt func(string, ...any) error, fn func(batchEntry)) error {
+	first := base.SeqNum(binary.LittleEndian.Uint64(data))
+	n := binary.LittleEndian.Uint32(data[8:])
 	rest := data[batchHeaderLen:]
+	var i uint32
 	readBytes := func(what string) ([]byte, error) {
 		l, k := binary.Uvarint(rest)
 		if k <= 0 || l > uint64(len(rest)-k) {
-			return nil, corrupt("entry %d: bad %s length", len(entries), what)
+			return nil, corrupt("entry %d: bad %s length", i, what)
 		}
 		v := rest[k : k+int(l) : k+int(l)]
 		rest = rest[k+int(l):]
 		return v, nil
 	}
-	for i := uint32(0); i < n; i++ {
+	for ; i < n; i++ {
 		if len(rest) == 0 {
-			return 0, 0, corrupt("entry %d of %d missing", i, n)
+			return corrupt("entry %d of %d missing", i, n)
 		}
 		e := batchEntry{Seq: first + base.SeqNum(i), Kind: base.Kind(rest[0])}
 		rest = rest[1:]
 		if e.Kind != base.KindSet && e.Kind != base.KindDelete {
-			return 0, 0, corrupt("entry %d: unknown kind %d", i, e.Kind)
+			return corrupt("entry %d: unknown kind %d", i, e.Kind)
 		}
 		var err error
 		if e.Key, err = readBytes("key"); err != nil {
-			return 0, 0, err
+			return err
 		}
 		if e.Kind == base.KindSet {
 			if e.Value, err = readBytes("value"); err != nil {
-				return 0, 0, err
+				return err
 			}
 		}
-		entries = append(entries, e)
-	}
-	if len(rest) != 0 {
-		return 0, 0, corrupt("%d bytes after the last entry", len(rest))
-	}
-	for _, e := range entries {
-		if err := fn(e); err != nil {
-			return 0, 0, err
+		if fn != nil {
+			fn(e)
 		}
 	}
-	return first, int(n), nil
+	if len(rest) != 0 {
+		return corrupt("%d bytes after the last entry", len(rest))
+	}
+	return nil
 }

@@ -14,10 +14,7 @@ func TestBatchEncoding(t *testing.T) {
 	b.Put([]byte("c"), nil)
 	b.setSeqNum(7)
 	var got []batchEntry
-	first, n, err := decodeBatch(b.data, "x.log", 0, func(e batchEntry) error {
-		got = append(got, e)
-		return nil
-	})
+	first, n, err := decodeBatch(b.data, "x.log", 0, func(e batchEntry) { got = append(got, e) })
 	if err != nil || first != 7 || n != 3 {
 		t.Fatalf("decode: first %d, n %d, %v", first, n, err)
 	}
@@ -30,7 +27,7 @@ func TestBatchEncoding(t *testing.T) {
 	// Every truncation is corruption, and nothing is applied.
 	for i := 0; i < len(b.data); i++ {
 		applied := 0
-		_, _, err := decodeBatch(b.data[:i], "x.log", 40, func(batchEntry) error { applied++; return nil })
+		_, _, err := decodeBatch(b.data[:i], "x.log", 40, func(batchEntry) { applied++ })
 		if !errors.Is(err, ErrCorruption) || applied != 0 {
 			t.Fatalf("truncated to %d: %v, %d entries applied", i, err, applied)
 		}
@@ -52,7 +49,7 @@ func FuzzDecodeBatch(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		applied := 0
-		_, n, err := decodeBatch(data, "fuzz.log", 0, func(batchEntry) error { applied++; return nil })
+		_, n, err := decodeBatch(data, "fuzz.log", 0, func(batchEntry) { applied++ })
 		if err != nil {
 			if !errors.Is(err, ErrCorruption) || applied != 0 {
 				t.Fatalf("%v (applied %d)", err, applied)

@@ -2,7 +2,6 @@ package shale
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -385,10 +384,7 @@ func (db *DB) Compact() error {
 		return nil
 	}
 	if err := db.runCompaction(v, job); err != nil {
-		if !errors.Is(err, ErrClosed) {
-			err = db.setBackgroundError(fmt.Errorf("shale: compaction: %w", err))
-		}
-		return err
+		return db.setBackgroundError(fmt.Errorf("shale: compaction: %w", err))
 	}
 	return nil
 }

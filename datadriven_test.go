@@ -324,10 +324,11 @@ func (s *ddState) getter(d *datadriven.TestData) func([]byte) ([]byte, error) {
 
 // lsm prints the tree: files per level with their key ranges.
 func (s *ddState) lsm() string {
-	mems, v, _ := s.db.readState(readLatest)
+	rs := s.db.readState(readLatest)
+	v := rs.v
 	defer v.unref()
 	var b strings.Builder
-	if n := mems[0].Len(); n > 0 {
+	if n := rs.mem.Len(); n > 0 {
 		fmt.Fprintf(&b, "memtable: %d entries\n", n)
 	}
 	for level, files := range v.Levels {
@@ -351,7 +352,7 @@ func (s *ddState) lsm() string {
 
 // filters prints, per level, the filter format, bytes and bits per key.
 func (s *ddState) filters() string {
-	_, v, _ := s.db.readState(readLatest)
+	v := s.db.readState(readLatest).v
 	defer v.unref()
 	var b strings.Builder
 	var totalBytes, totalKeys uint64

@@ -15,7 +15,6 @@ package shale
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -165,10 +164,11 @@ const readLatest = ^base.SeqNum(0)
 // version that was current when the read began, at sequence number seq (a
 // snapshot's, or readLatest).
 func (db *DB) get(key []byte, seq base.SeqNum, trace *LookupTrace) ([]byte, error) {
-	mems, v, seq := db.readState(seq)
+	rs := db.readState(seq)
+	v, seq := rs.v, rs.seq
 	defer v.unref()
 
-	for i, m := range mems {
+	for i, m := range rs.memtables {
 		val, kind, ok := m.Get(key, seq)
 		if trace != nil {
 			trace.memtable(i, ok, kind)
@@ -237,26 +237,46 @@ func foundValueOrErr(val []byte, kind base.Kind, err error) ([]byte, error) {
 	return foundValue(val, kind)
 }
 
-// readState returns the memtables, newest first, a referenced current
-// version, and the sequence number to read at: everything a read needs,
-// consistent with each other. For readLatest the sequence number is taken
-// here, after the memtables and version: flushes and compactions drop a
-// version shadowed by a newer visible one, so a read must never use a
-// sequence number older than the data it reads (a snapshot's is protected
-// by its registration instead).
-func (db *DB) readState(seq base.SeqNum) ([]*memTable, *version, base.SeqNum) {
+// readState is everything a read needs, consistent with each other: the
+// memtables, a referenced current version, and the sequence number to read
+// at. Release it with v.unref().
+type readState struct {
+	mem *memTable
+	// imm are the immutable memtables, oldest first. The slice is shared
+	// with the DB without a copy: the DB only ever appends to db.imm or
+	// drops its first element, so the elements a reader sees never change.
+	imm []*memTable
+	v   *version
+	seq base.SeqNum
+}
+
+// memtables yields the memtables newest first, numbered from 0 (the
+// mutable one).
+func (rs *readState) memtables(yield func(int, *memTable) bool) {
+	if !yield(0, rs.mem) {
+		return
+	}
+	for i := len(rs.imm) - 1; i >= 0; i-- {
+		if !yield(len(rs.imm)-i, rs.imm[i]) {
+			return
+		}
+	}
+}
+
+// readState returns the state a read at seq (a snapshot's, or readLatest)
+// uses. For readLatest the sequence number is taken here, after the
+// memtables and version: flushes and compactions drop a version shadowed by
+// a newer visible one, so a read must never use a sequence number older
+// than the data it reads (a snapshot's is protected by its registration
+// instead).
+func (db *DB) readState(seq base.SeqNum) readState {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	mems := make([]*memTable, 0, 1+len(db.imm))
-	mems = append(mems, db.mem)
-	for i := len(db.imm) - 1; i >= 0; i-- {
-		mems = append(mems, db.imm[i])
-	}
 	db.current.ref()
 	if seq == readLatest {
 		seq = base.SeqNum(db.visibleSeq.Load())
 	}
-	return mems, db.current, seq
+	return readState{mem: db.mem, imm: db.imm, v: db.current, seq: seq}
 }
 
 // Flush writes the memtable to an SSTable and returns once the table is in
@@ -292,18 +312,14 @@ func (db *DB) Close() error {
 	}
 	db.closeMu.Unlock()
 
+	// No call is in flight now (closeMu), so no writer waits on cond;
+	// only the background goroutines remain.
 	close(db.closing)
-	db.mu.Lock()
-	db.cond.Broadcast() // wake writers stalled on compaction
-	db.mu.Unlock()
 	db.bgWG.Wait()
 
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	err := db.bgErr
-	if errors.Is(err, errClosing) {
-		err = nil
-	}
 	if db.log != nil {
 		if e := db.log.Sync(); err == nil {
 			err = e
@@ -323,9 +339,6 @@ func (db *DB) Close() error {
 	}
 	return err
 }
-
-// errClosing stops background work and stalled writers when Close begins.
-var errClosing = fmt.Errorf("%w: closing", ErrClosed)
 
 // dbStats are counters kept by the DB itself (the tables keep theirs in
 // tableStats).

@@ -380,7 +380,7 @@ func TestPerLevelFilters(t *testing.T) {
 	db.Put([]byte("a"), []byte("1"))
 	db.Flush()
 	filters := func() (names []string) {
-		_, v, _ := db.readState(readLatest)
+		v := db.readState(readLatest).v
 		defer v.unref()
 		for level, files := range v.Levels {
 			for _, f := range files {
@@ -405,5 +405,45 @@ func TestPerLevelFilters(t *testing.T) {
 	}
 	if v, err := db.Get([]byte("a")); err != nil || string(v) != "1" {
 		t.Fatalf("Get = %q, %v", v, err)
+	}
+}
+
+// TestOpenRemovesObsoleteFiles: Open deletes what nothing refers to (an
+// orphan table, an old MANIFEST, replayed WALs, a temp file) and keeps the
+// live files.
+func TestOpenRemovesObsoleteFiles(t *testing.T) {
+	fs := vfs.NewMem()
+	db := mustOpen(t, "db", &Options{FS: fs})
+	db.Put([]byte("a"), []byte("1"))
+	db.Flush()
+	db.Put([]byte("b"), []byte("2")) // in the WAL only
+	db.Close()
+	for _, name := range []string{"db/000999.sst", "db/MANIFEST-000998", "db/CURRENT.000997.dbtmp"} {
+		f, err := fs.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	db = mustOpen(t, "db", &Options{FS: fs})
+	defer db.Close()
+	names, _ := fs.List("db")
+	var kinds []string
+	for _, name := range names {
+		typ, _, ok := parseFileName(name)
+		if !ok {
+			t.Fatalf("unexpected file %s", name)
+		}
+		kinds = append(kinds, [...]string{"log", "sst", "MANIFEST", "CURRENT", "LOCK", "tmp"}[typ])
+	}
+	// Sorted by name: the flushed table, the new WAL, the table recovery
+	// wrote from the old WAL, and one each of the rest.
+	if got := strings.Join(kinds, " "); got != "sst log sst CURRENT LOCK MANIFEST" {
+		t.Fatalf("after Open the directory holds %v (%s)", names, got)
+	}
+	for k, want := range map[string]string{"a": "1", "b": "2"} {
+		if v, err := db.Get([]byte(k)); err != nil || string(v) != want {
+			t.Fatalf("Get(%s) = %q, %v", k, v, err)
+		}
 	}
 }

@@ -46,9 +46,10 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 		return &Iterator{err: err}
 	}
 	defer db.leave()
-	mems, v, seq := db.readState(seq)
-	iters := make([]base.InternalIterator, 0, len(mems)+len(v.Levels[0])+len(v.Levels))
-	for _, m := range mems {
+	rs := db.readState(seq)
+	v := rs.v
+	iters := make([]base.InternalIterator, 0, 1+len(rs.imm)+len(v.Levels[0])+len(v.Levels))
+	for _, m := range rs.memtables {
 		iters = append(iters, m.NewIter())
 	}
 	for _, f := range v.Levels[0] {
@@ -59,7 +60,7 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 			iters = append(iters, newLevelIter(v, level))
 		}
 	}
-	it := &Iterator{db: db, iter: compaction.NewMergingIter(iters...), v: v, seq: seq}
+	it := &Iterator{db: db, iter: compaction.NewMergingIter(iters...), v: v, seq: rs.seq}
 	if opts != nil {
 		it.lower = bytes.Clone(opts.LowerBound)
 		it.upper = bytes.Clone(opts.UpperBound)

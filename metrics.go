@@ -67,10 +67,11 @@ func (db *DB) Metrics() Metrics {
 	m.BlockCacheHits, m.BlockCacheMiss = db.cache.Stats()
 	m.BlockCacheBytes = int64(db.cache.Size())
 
-	mems, v, _ := db.readState(readLatest)
+	rs := db.readState(readLatest)
+	v := rs.v
 	defer v.unref()
-	m.MemTableBytes = int64(mems[0].Size())
-	m.ImmutableTables = len(mems) - 1
+	m.MemTableBytes = int64(rs.mem.Size())
+	m.ImmutableTables = len(rs.imm)
 	scores := compaction.Scores(v.Version, db.opts.compactionOptions())
 	for level, files := range v.Levels {
 		lm := LevelMetrics{Files: len(files), Bytes: int64(v.LevelSize(level))}

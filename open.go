@@ -165,7 +165,7 @@ func (db *DB) recover() error {
 	db.current = newVersion(nv, all)
 	db.logNum = logNum
 	old.unref()
-	db.deleteObsoleteFiles()
+	db.deleteObsoleteFiles(names)
 	return nil
 }
 
@@ -225,9 +225,8 @@ func (db *DB) replayLog(num uint64, mem *memtable.MemTable, newest bool) error {
 		if err != nil {
 			return err
 		}
-		first, n, err := decodeBatch(rec, name, r.Offset(), func(e batchEntry) error {
+		first, n, err := decodeBatch(rec, name, r.Offset(), func(e batchEntry) {
 			mem.Add(e.Seq, e.Kind, e.Key, e.Value)
-			return nil
 		})
 		if err != nil {
 			return err
@@ -268,16 +267,12 @@ func (db *DB) openTable(meta *manifest.FileMeta) (*table, error) {
 	return &table{meta: meta, reader: r, db: db}, nil
 }
 
-// deleteObsoleteFiles removes what no version, WAL or MANIFEST refers to:
-// tables not in the current version, WALs below the log number, other
-// MANIFESTs and temp files. Run only at Open, before anything else can be
-// using the files.
-func (db *DB) deleteObsoleteFiles() {
-	names, err := db.fs.List(db.dir)
-	if err != nil {
-		db.logf("listing %s: %v", db.dir, err)
-		return
-	}
+// deleteObsoleteFiles removes, of the files Open found (names), what no
+// version, WAL or MANIFEST refers to any more: tables not in the current
+// version, WALs below the log number, other MANIFESTs and temp files. Files
+// Open created since are all live. Run only at Open, before anything else
+// can be using the files.
+func (db *DB) deleteObsoleteFiles(names []string) {
 	for _, name := range names {
 		t, num, ok := parseFileName(name)
 		if !ok {

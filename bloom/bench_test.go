@@ -48,7 +48,7 @@ func BenchmarkProbe(b *testing.B) {
 							probes++
 						}
 						if !present {
-							b.ReportMetric(100*positiveRate(l.f, absent), "fp%")
+							b.ReportMetric(100*filtertest.PositiveRate(l.f, absent), "fp%")
 						} else if found != probes {
 							b.Fatal("a present key was not found")
 						}

@@ -27,7 +27,7 @@ func TestFilterMeetsRate(t *testing.T) {
 			t.Fatalf("p=%v: expected rate %v at %.3f bits/key, k=%d", p, want, f.BitsPerKey(), f.K())
 		}
 		what := fmt.Sprintf("New(%d, %v): %.3f bits/key, k=%d", n, p, f.BitsPerKey(), f.K())
-		checkMeasuredRate(t, what, positiveRate(f.bits, absent), want, probes)
+		checkMeasuredRate(t, what, filtertest.PositiveRate(f.bits, absent), want, probes)
 		for i, h := range added {
 			if !f.bits.MayContain(h) {
 				t.Fatalf("p=%v: item %d is missing", p, i)

@@ -24,17 +24,6 @@ func build(tb testing.TB, bitsPerKey int, hashes []uint64) base.Filter {
 	return f
 }
 
-// positiveRate returns the fraction of hashes f may contain.
-func positiveRate(f base.Filter, hashes []uint64) float64 {
-	n := 0
-	for _, h := range hashes {
-		if f.MayContain(h) {
-			n++
-		}
-	}
-	return float64(n) / float64(len(hashes))
-}
-
 // checkMeasuredRate fails tb unless got, a rate measured over probes absent
 // keys, is within 4 standard deviations of the binomial count, plus 2% of
 // want for the model, of want. The keys are fixed, so the check is

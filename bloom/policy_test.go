@@ -40,7 +40,7 @@ func TestFalsePositiveRate(t *testing.T) {
 			want := blockedRate(actual, f.k)
 			what := fmt.Sprintf("%s keys, %d bits/key, k=%d (textbook %.4f%%)", ks.Name, bpk, f.k,
 				100*ExpectedFalsePositiveRate(float64(bpk), ProbesForBitsPerKey(float64(bpk))))
-			checkMeasuredRate(t, what, positiveRate(f, absent), want, probes)
+			checkMeasuredRate(t, what, filtertest.PositiveRate(f, absent), want, probes)
 		}
 	}
 }
@@ -54,7 +54,7 @@ func TestEmptyFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := positiveRate(f, filtertest.Sets[0].Hashes(0, 10000)); r != 0 {
+	if r := filtertest.PositiveRate(f, filtertest.Sets[0].Hashes(0, 10000)); r != 0 {
 		t.Fatalf("empty filter may contain %.2f%% of keys", 100*r)
 	}
 }
@@ -89,7 +89,7 @@ func TestDecodeAnyBitsPerKey(t *testing.T) {
 		if got, want := f.(bitset).k, blockedProbes(float64(bpk)); got != want {
 			t.Fatalf("%d bits/key: decoded k=%d, want %d", bpk, got, want)
 		}
-		if r := positiveRate(f, hs); r != 1 {
+		if r := filtertest.PositiveRate(f, hs); r != 1 {
 			t.Fatalf("%d bits/key: only %.2f%% of added keys found", bpk, 100*r)
 		}
 	}

@@ -57,11 +57,11 @@ func TestTextbookRate(t *testing.T) {
 		added, absent := ks.Hashes(0, n), ks.Hashes(n, n+probes)
 		for _, bpk := range []int{5, 10, 15} {
 			f := newTextbook(added, bpk)
-			if r := positiveRate(f, added); r != 1 {
+			if r := filtertest.PositiveRate(f, added); r != 1 {
 				t.Fatalf("%s keys, %d bits/key: only %.2f%% of added keys found", ks.Name, bpk, 100*r)
 			}
 			want := ExpectedFalsePositiveRate(float64(f.m)/n, f.k)
-			checkMeasuredRate(t, fmt.Sprintf("textbook, %s keys, %d bits/key", ks.Name, bpk), positiveRate(f, absent), want, probes)
+			checkMeasuredRate(t, fmt.Sprintf("textbook, %s keys, %d bits/key", ks.Name, bpk), filtertest.PositiveRate(f, absent), want, probes)
 		}
 	}
 }

@@ -80,7 +80,7 @@ func BenchmarkProbe(b *testing.B) {
 						probes++
 					}
 					if !present {
-						b.ReportMetric(100*positiveRate(f, absent), "fp%")
+						b.ReportMetric(100*filtertest.PositiveRate(f, absent), "fp%")
 					} else if found != probes {
 						b.Fatal("a present key was not found")
 					}

@@ -26,16 +26,6 @@ func buildFilter(tb testing.TB, hashes []uint64) (base.Filter, []byte) {
 	return f, data
 }
 
-func positiveRate(f base.Filter, hashes []uint64) float64 {
-	n := 0
-	for _, h := range hashes {
-		if f.MayContain(h) {
-			n++
-		}
-	}
-	return float64(n) / float64(len(hashes))
-}
-
 func TestSeqKeys(t *testing.T) {
 	for _, i := range []int{0, 7, 1234567890} {
 		if got, want := string(filtertest.Sets[1].Key(i)), fmt.Sprintf("key%010d", i); got != want {
@@ -70,7 +60,7 @@ func TestFalsePositiveRate(t *testing.T) {
 	const want = 1.0 / 256
 	for _, ks := range filtertest.Sets {
 		f, data := buildFilter(t, ks.Hashes(0, n))
-		got := positiveRate(f, ks.Hashes(n, n+probes))
+		got := filtertest.PositiveRate(f, ks.Hashes(n, n+probes))
 		tol := 4*math.Sqrt(want*(1-want)/probes) + 0.02*want
 		if math.Abs(got-want) > tol {
 			t.Errorf("%s keys: measured false-positive rate %.4f%%, want %.4f%% ± %.4f%%", ks.Name, 100*got, 100*want, 100*tol)
@@ -115,7 +105,7 @@ func TestRetries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := positiveRate(f, hs); r != 1 {
+	if r := filtertest.PositiveRate(f, hs); r != 1 {
 		t.Fatalf("only %.2f%% of keys found", 100*r)
 	}
 	t.Logf("%d seeds, %.3f bits/key", attempts, float64(8*len(data))/10_000)
@@ -140,7 +130,7 @@ func TestRepeatedHashes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := positiveRate(f, hs); r != 1 {
+	if r := filtertest.PositiveRate(f, hs); r != 1 {
 		t.Fatalf("only %.2f%% of keys found", 100*r)
 	}
 }
@@ -150,7 +140,7 @@ func TestEmptyFilter(t *testing.T) {
 	if len(data) != headerLen {
 		t.Fatalf("empty filter is %d bytes", len(data))
 	}
-	if r := positiveRate(f, filtertest.Sets[0].Hashes(0, 10000)); r != 0 {
+	if r := filtertest.PositiveRate(f, filtertest.Sets[0].Hashes(0, 10000)); r != 0 {
 		t.Fatalf("empty filter may contain %.2f%% of keys", 100*r)
 	}
 }

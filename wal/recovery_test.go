@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/shale-db/shale/internal/base"
-	"github.com/shale-db/shale/vfs"
 )
 
 // span is where a record lies in a well-formed log: from the header of its
@@ -233,43 +232,17 @@ func TestRandomRoundTrip(t *testing.T) {
 		records = append(records, rec)
 	}
 
-	fs := vfs.NewMem()
-	f, err := fs.Create(testFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := NewWriter(f)
-	var offsets []int64
-	for _, rec := range records {
-		off, err := w.WriteRecord(rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		offsets = append(offsets, off)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if f, err = fs.Open(testFile); err != nil {
-		t.Fatal(err)
-	}
-	if size, _ := f.Size(); size != w.Size() {
-		t.Fatalf("Size() = %d, file holds %d bytes", w.Size(), size)
-	}
-
-	res := read(t, f)
+	// writeLog checks WriteRecord's offsets and Size against the file.
+	log := writeLog(t, records)
+	res := read(t, bytes.NewReader(log))
 	if res.err != io.EOF || res.torn {
 		t.Fatalf("ended with %v, torn %t; want a clean end", res.err, res.torn)
 	}
 	checkRecords(t, "whole log", res.records, records)
-	if fmt.Sprint(res.offsets) != fmt.Sprint(offsets) {
+	if fmt.Sprint(res.offsets) != fmt.Sprint(recordStarts(log)) {
 		t.Fatal("Reader.Offset differs from the offsets WriteRecord returned")
 	}
 
-	log := make([]byte, w.Size())
-	if _, err := f.ReadAt(log, 0); err != nil {
-		t.Fatal(err)
-	}
 	spans := recordSpans(t, log)
 	for range 50 {
 		checkCut(t, log, records, spans, rng.IntN(len(log)+1))

@@ -64,3 +64,14 @@ func (s *Set) compute(from, to int) []uint64 {
 	}
 	return hs
 }
+
+// PositiveRate returns the fraction of hashes f may contain.
+func PositiveRate(f base.Filter, hashes []uint64) float64 {
+	n := 0
+	for _, h := range hashes {
+		if f.MayContain(h) {
+			n++
+		}
+	}
+	return float64(n) / float64(len(hashes))
+}
