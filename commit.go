@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/shale-db/shale/internal/base"
-	"github.com/shale-db/shale/memtable"
-	"github.com/shale-db/shale/wal"
+	"github.com/shale-db/shale/internal/memtable"
+	"github.com/shale-db/shale/internal/wal"
 )
 
 // pendingWrite is a batch (or a flush request) waiting in the commit queue.

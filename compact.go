@@ -6,11 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shale-db/shale/compaction"
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/compaction"
 	"github.com/shale-db/shale/internal/manifest"
-	"github.com/shale-db/shale/memtable"
-	"github.com/shale-db/shale/sstable"
+	"github.com/shale-db/shale/internal/memtable"
+	"github.com/shale-db/shale/internal/sstable"
 )
 
 // scheduleFlush wakes the flush goroutine.

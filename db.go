@@ -20,13 +20,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/shale-db/shale/cache"
-	"github.com/shale-db/shale/compaction"
 	"github.com/shale-db/shale/internal/base"
-	"github.com/shale-db/shale/memtable"
-	"github.com/shale-db/shale/sstable"
+	"github.com/shale-db/shale/internal/cache"
+	"github.com/shale-db/shale/internal/compaction"
+	"github.com/shale-db/shale/internal/memtable"
+	"github.com/shale-db/shale/internal/sstable"
+	"github.com/shale-db/shale/internal/wal"
 	"github.com/shale-db/shale/vfs"
-	"github.com/shale-db/shale/wal"
 )
 
 // Errors. Match them with errors.Is.

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"sort"
 
-	"github.com/shale-db/shale/compaction"
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/compaction"
 )
 
 // IterOptions bound an iterator to the user keys in [LowerBound, UpperBound).

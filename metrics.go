@@ -6,7 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/shale-db/shale/compaction"
+	"github.com/shale-db/shale/internal/compaction"
 )
 
 // Metrics is a snapshot of the store's counters and shape.

@@ -9,12 +9,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/shale-db/shale/cache"
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/cache"
 	"github.com/shale-db/shale/internal/manifest"
-	"github.com/shale-db/shale/memtable"
-	"github.com/shale-db/shale/sstable"
-	"github.com/shale-db/shale/wal"
+	"github.com/shale-db/shale/internal/memtable"
+	"github.com/shale-db/shale/internal/sstable"
+	"github.com/shale-db/shale/internal/wal"
 )
 
 // Open opens the store in dir, creating dir and an empty store if needed.

@@ -3,7 +3,7 @@ package shale
 import (
 	"fmt"
 
-	"github.com/shale-db/shale/compaction"
+	"github.com/shale-db/shale/internal/compaction"
 	"github.com/shale-db/shale/vfs"
 )
 

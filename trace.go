@@ -6,7 +6,7 @@ import (
 
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/manifest"
-	"github.com/shale-db/shale/sstable"
+	"github.com/shale-db/shale/internal/sstable"
 )
 
 // LookupTrace is the path of one point lookup, step by step: which memtables

@@ -3,7 +3,7 @@ package shale
 // Files in a store's directory:
 //
 //	NNNNNN.log        a write-ahead log (wal framing; records are batches)
-//	NNNNNN.sst        an SSTable (format: sstable/writer.go)
+//	NNNNNN.sst        an SSTable (format: internal/sstable/writer.go)
 //	MANIFEST-NNNNNN   a log (wal framing) of version edits
 //	                  (format: internal/manifest/edit.go)
 //	CURRENT           the name of the live MANIFEST and a newline; replaced by
@@ -23,8 +23,8 @@ import (
 
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/manifest"
-	"github.com/shale-db/shale/sstable"
-	"github.com/shale-db/shale/wal"
+	"github.com/shale-db/shale/internal/sstable"
+	"github.com/shale-db/shale/internal/wal"
 )
 
 type fileType int

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/shale-db/shale/cache"
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/cache"
 	"github.com/shale-db/shale/vfs"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/shale-db/shale/bloom"
-	"github.com/shale-db/shale/cache"
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/cache"
 	"github.com/shale-db/shale/vfs"
 )
 

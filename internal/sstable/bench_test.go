@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/bloom"
-	"github.com/shale-db/shale/cache"
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/cache"
 	"github.com/shale-db/shale/vfs"
 )
 
