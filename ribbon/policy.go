@@ -1,0 +1,72 @@
+package ribbon
+
+import (
+	"github.com/shale-db/shale/internal/base"
+)
+
+// PolicyName is the name of the table filter format, written into every
+// table that carries one. Stable forever.
+const PolicyName = "shale.ribbon.v1"
+
+// NewPolicy returns the table filter policy of Ribbon filters at bitsPerKey
+// bits per key (0..32, any fraction), in the format at the top of
+// ribbon.go. Its Decode reads a filter of that format written at any bits
+// per key. It panics if bitsPerKey is outside 0..32.
+//
+// While a table is written, its writer holds 8 bytes a key (the hashes),
+// and Finish about 13 more (the banded system, 12 bytes a slot at about
+// 1.1 slots a key) besides the filter itself.
+func NewPolicy(bitsPerKey float64) base.FilterPolicy {
+	checkBitsPerKey(bitsPerKey)
+	return policy{bitsPerKey: bitsPerKey}
+}
+
+type policy struct{ bitsPerKey float64 }
+
+// Name returns PolicyName.
+func (policy) Name() string { return PolicyName }
+
+// NewWriter returns a writer of one filter.
+func (p policy) NewWriter() base.FilterWriter { return &writer{policy: p} }
+
+// Decode checks the header of data against its length and returns a filter
+// that probes data in place; data must not change while the filter is used.
+func (policy) Decode(data []byte) (base.Filter, error) {
+	f, _, err := parse(data, "ribbon filter")
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// writer collects hashes until Finish.
+type writer struct {
+	policy
+	hashes []uint64
+}
+
+// AddHash adds the hash of a key. A hash equal to the one added just before
+// is dropped; other repeats cancel out in the build.
+func (w *writer) AddHash(h uint64) {
+	if n := len(w.hashes); n > 0 && w.hashes[n-1] == h {
+		return
+	}
+	w.hashes = append(w.hashes, h)
+}
+
+// Finish returns the encoded filter. If no seed solves the system (see
+// ErrBuildFailed), it returns the filter that holds every key: a single
+// block of no columns, which never skips a table and is never wrong.
+func (w *writer) Finish() []byte {
+	data, err := w.finish()
+	if err != nil {
+		return encode(shape{blocks: 1, upper: 1}, 0, uint64(len(w.hashes)))
+	}
+	return data
+}
+
+// finish returns the encoded filter, or ErrBuildFailed.
+func (w *writer) finish() ([]byte, error) {
+	data, _, err := build(w.hashes, w.bitsPerKey)
+	return data, err
+}
