@@ -32,7 +32,7 @@ type ddState struct {
 
 // TestDataDriven runs the cases in testdata/. Commands:
 //
-//	open [bloom=N|none] [filter=bloomN|monkeyN|fuse|none] [memtable=BYTES] [cache=BYTES|off] [compactions=off] [block=BYTES]
+//	open [bloom=N|none] [filter=bloomN|monkeyN|ribbonN|fuse|none] [memtable=BYTES] [cache=BYTES|off] [compactions=off] [block=BYTES]
 //	     [l0-threshold=N] [lbase=BYTES] [target-file-size=BYTES]
 //	put KEY VALUE | del KEY | get KEY [snapshot=NAME]
 //	batch            (input: "put K V" / "del K" lines, applied atomically)
@@ -115,6 +115,8 @@ func (s *ddState) exec(d *datadriven.TestData) (string, error) {
 					s.opts.FilterPolicy = UniformFilter(nil)
 				case v == "fuse":
 					s.opts.FilterPolicy = UniformFilter(FuseFilter())
+				case strings.HasPrefix(v, "ribbon"):
+					s.opts.FilterPolicy = UniformFilter(RibbonFilter(float64(atoi(s.t, strings.TrimPrefix(v, "ribbon")))))
 				case strings.HasPrefix(v, "monkey"):
 					s.opts.FilterPolicy = MonkeyBloom(atoi(s.t, strings.TrimPrefix(v, "monkey")))
 				case strings.HasPrefix(v, "bloom"):

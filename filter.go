@@ -7,10 +7,11 @@ import (
 	"github.com/shale-db/shale/fuse"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/manifest"
+	"github.com/shale-db/shale/ribbon"
 )
 
 // TableFilter is one filter format with its parameters, written into an
-// SSTable: BloomFilter(bits) or FuseFilter(). Every table records its
+// SSTable: BloomFilter(bits), FuseFilter() or RibbonFilter(bits). Every table records its
 // filter's name, so a store can mix formats and a reader decodes each table
 // by what it says it holds.
 type TableFilter = base.FilterPolicy
@@ -31,9 +32,23 @@ func BloomFilter(bitsPerKey int) TableFilter {
 // incrementally, which a table never needs.
 func FuseFilter() TableFilter { return fuse.NewPolicy() }
 
+// RibbonFilter returns a Ribbon filter at bitsPerKey bits per key, any
+// fraction from 0 to 32 (it panics outside): the false-positive rate of a
+// Bloom filter with about 30% more bits (0.19% at 10 bits per key, where a
+// Bloom filter has 0.95%), at the cost of a slower build. While a table is
+// written it needs about 21 bytes a key of scratch memory (the hashes, and
+// the linear system it solves). Below 1 bit per key it returns nil: no
+// filter.
+func RibbonFilter(bitsPerKey float64) TableFilter {
+	if bitsPerKey < 1 {
+		return nil
+	}
+	return ribbon.NewPolicy(bitsPerKey)
+}
+
 // knownFilters are the filter formats a table may carry. A table whose
 // filter is not among them is read without filter skips.
-var knownFilters = []TableFilter{bloom.NewPolicy(10), fuse.NewPolicy()}
+var knownFilters = []TableFilter{bloom.NewPolicy(10), fuse.NewPolicy(), ribbon.NewPolicy(10)}
 
 // FilterPolicy chooses the filter of each new SSTable: the same one
 // everywhere (UniformFilter), one per level (PerLevelFilters), or one sized
