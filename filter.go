@@ -36,7 +36,7 @@ func FuseFilter() TableFilter { return fuse.NewPolicy() }
 // fraction from 0 to 32 (it panics outside): the false-positive rate of a
 // Bloom filter with about 30% more bits (0.19% at 10 bits per key, where a
 // Bloom filter has 0.95%), at the cost of a slower build. While a table is
-// written it needs about 21 bytes a key of scratch memory (the hashes, and
+// written it needs about 30 bytes a key of scratch memory (the hashes, and
 // the linear system it solves). Below 1 bit per key it returns nil: no
 // filter.
 func RibbonFilter(bitsPerKey float64) TableFilter {

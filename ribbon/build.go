@@ -60,13 +60,16 @@ func encode(s shape, seed, n uint64) []byte {
 	return buf
 }
 
-// builder holds the scratch space of build attempts, 12 bytes a slot: the
-// banded system, one row per slot at most, in which the row held at slot i
-// has its first coefficient at i (bit 0 of coeff[i]) and its last at most
-// 63 slots on.
+// builder holds the scratch space of build attempts, 20 bytes a key and 12
+// a slot: the banded system, one row per slot at most, in which the row
+// held at slot i has its first coefficient at i (bit 0 of coeff[i]) and its
+// last at most 63 slots on; and the keys' mixed hashes, in the order of
+// their start blocks.
 type builder struct {
 	coeff []uint64 // 0: no row has its first coefficient here (yet)
 	rhs   []uint32 // the row's right-hand side: a fingerprint, or the XOR of several
+	as    []uint64 // mix(h + seed) of each key, ordered by start block
+	next  []int    // next[b]: where the next key of start block b goes in as
 }
 
 // band adds the rows of hashes to an empty system of shape s, eliminating
@@ -75,12 +78,32 @@ type builder struct {
 // moves its first coefficient further on, until it finds a free slot. It
 // reports false if a row cancels out entirely but for its right-hand side:
 // the system has no solution for this seed.
+//
+// The rows are added in the order of their start blocks (a counting sort),
+// so that the elimination sweeps the system from one end to the other
+// instead of jumping about it.
 func (b *builder) band(s shape, seed uint64, hashes []uint64) bool {
 	b.coeff = resize(b.coeff, s.slots())
 	b.rhs = resize(b.rhs, s.slots())
 	starts := s.starts()
+	b.next = resize(b.next, int(s.blocks)+1)
 	for _, h := range hashes {
-		start, c, fp := row(h, seed, starts)
+		start, _, _ := rowOf(mix(h+seed), starts)
+		b.next[start/64+1]++
+	}
+	for i := 1; i < len(b.next); i++ {
+		b.next[i] += b.next[i-1]
+	}
+	b.as = resize(b.as, len(hashes))
+	for _, h := range hashes {
+		a := mix(h + seed)
+		start, _, _ := rowOf(a, starts)
+		b.as[b.next[start/64]] = a
+		b.next[start/64]++
+	}
+
+	for _, a := range b.as {
+		start, c, fp := rowOf(a, starts)
 		for {
 			if b.coeff[start] == 0 {
 				b.coeff[start], b.rhs[start] = c, fp
@@ -132,7 +155,7 @@ func (b *builder) solve(s shape, out []byte) {
 }
 
 // resize returns s with length n, all zero, reusing its memory if it can.
-func resize[T uint32 | uint64](s []T, n int) []T {
+func resize[T int | uint32 | uint64](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)
 	}

@@ -14,8 +14,9 @@ const PolicyName = "shale.ribbon.v1"
 // per key. It panics if bitsPerKey is outside 0..32.
 //
 // While a table is written, its writer holds 8 bytes a key (the hashes),
-// and Finish about 13 more (the banded system, 12 bytes a slot at about
-// 1.1 slots a key) besides the filter itself.
+// and Finish about 21 more besides the filter itself (the keys' mixed
+// hashes, 8 bytes a key, and the banded system, 12 bytes a slot at about
+// 1.1 slots a key): about 30 bytes a key in all.
 func NewPolicy(bitsPerKey float64) base.FilterPolicy {
 	checkBitsPerKey(bitsPerKey)
 	return policy{bitsPerKey: bitsPerKey}

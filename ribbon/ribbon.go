@@ -132,7 +132,11 @@ func seedFor(attempt int) uint64 { return mix(uint64(attempt) + 0x9e3779b97f4a7c
 // row returns key hash h's start slot, coefficients and fingerprint under
 // seed, for a filter with the given number of starts.
 func row(h, seed, starts uint64) (start int, coeff uint64, fp uint32) {
-	a := mix(h + seed)
+	return rowOf(mix(h+seed), starts)
+}
+
+// rowOf returns the row of the key whose mixed hash is a.
+func rowOf(a, starts uint64) (start int, coeff uint64, fp uint32) {
 	hi, _ := bits.Mul64(a, starts)
 	return int(hi), mix(a^coeffSalt) | 1, uint32(a)
 }
