@@ -94,23 +94,7 @@ func (p params) slots(x uint64) (s0, s1, s2 uint32) {
 	return s0, s1, s2
 }
 
-// mix is the 64-bit finalizer of MurmurHash3: a bijection whose every
-// output bit depends on every input bit. Adding the seed before mixing gives
-// each seed its own independent-looking hash of the key.
-func mix(x uint64) uint64 {
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
-}
-
 func fingerprint(x uint64) byte { return byte(x ^ x>>32) }
-
-// seedFor returns the seed of the attempt-th build attempt. Seeds are fixed,
-// so the same keys always give the same bytes.
-func seedFor(attempt int) uint64 { return mix(uint64(attempt) + 0x9e3779b97f4a7c15) }
 
 // PolicyName is the name of the format. Stable forever.
 const PolicyName = "shale.fuse8.v1"
@@ -168,7 +152,7 @@ func (f filter) MayContain(h uint64) bool {
 	if len(f.fingerprints) == 0 {
 		return false
 	}
-	x := mix(h + f.seed)
+	x := base.Mix64(h + f.seed)
 	s0, s1, s2 := f.slots(x)
 	return fingerprint(x) == f.fingerprints[s0]^f.fingerprints[s1]^f.fingerprints[s2]
 }
@@ -215,7 +199,7 @@ func build(hashes []uint64, p params) ([]byte, int) {
 		if attempt > 0 && attempt%attemptsPerSize == 0 {
 			p = p.grow()
 		}
-		seed := seedFor(attempt)
+		seed := base.FilterSeed(attempt)
 		if data, ok := b.build(p, seed, hashes); ok {
 			return data, attempt + 1
 		}
@@ -285,7 +269,7 @@ func (b *builder) build(p params, seed uint64, hashes []uint64) ([]byte, bool) {
 	// sort and 10 for the pass instead of 100 for a pass in key order.
 	b.start = resize(b.start, int(p.segmentCount)+1)
 	for _, h := range hashes {
-		s0, _, _ := p.slots(mix(h + seed))
+		s0, _, _ := p.slots(base.Mix64(h + seed))
 		b.start[s0>>p.segmentLog+1]++
 	}
 	for i := 1; i < len(b.start); i++ {
@@ -293,7 +277,7 @@ func (b *builder) build(p params, seed uint64, hashes []uint64) ([]byte, bool) {
 	}
 	b.xs = resize(b.xs, len(hashes))
 	for _, h := range hashes {
-		x := mix(h + seed)
+		x := base.Mix64(h + seed)
 		s0, _, _ := p.slots(x)
 		seg := s0 >> p.segmentLog
 		b.xs[b.start[seg]] = x

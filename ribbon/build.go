@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+
+	"github.com/shale-db/shale/internal/base"
 )
 
 const (
@@ -37,7 +39,7 @@ func buildWithSlack(hashes []uint64, bitsPerKey, firstSlack float64) ([]byte, in
 	for attempt := range maxAttempts {
 		grow := 1 + 0.5*float64(attempt/attemptsPerSize)
 		s := shapeFor(len(hashes), bitsPerKey, grow*firstSlack)
-		seed := seedFor(attempt)
+		seed := base.FilterSeed(attempt)
 		if b.band(s, seed, hashes) {
 			data := encode(s, seed, uint64(len(hashes)))
 			b.solve(s, data[headerLen:])
@@ -88,7 +90,7 @@ func (b *builder) band(s shape, seed uint64, hashes []uint64) bool {
 	starts := s.starts()
 	b.next = resize(b.next, int(s.blocks)+1)
 	for _, h := range hashes {
-		start, _, _ := rowOf(mix(h+seed), starts)
+		start, _, _ := rowOf(base.Mix64(h+seed), starts)
 		b.next[start/64+1]++
 	}
 	for i := 1; i < len(b.next); i++ {
@@ -96,7 +98,7 @@ func (b *builder) band(s shape, seed uint64, hashes []uint64) bool {
 	}
 	b.as = resize(b.as, len(hashes))
 	for _, h := range hashes {
-		a := mix(h + seed)
+		a := base.Mix64(h + seed)
 		start, _, _ := rowOf(a, starts)
 		b.as[b.next[start/64]] = a
 		b.next[start/64]++

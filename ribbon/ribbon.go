@@ -24,10 +24,10 @@ package ribbon
 //
 // Probing a 64-bit key hash h (base.FilterHash):
 //
-//	a     = mix(h + seed)                  mix: MurmurHash3's 64-bit finalizer
-//	start = a·(m-63) >> 64                 the key's first slot, 0..m-64
-//	c     = mix(a ^ coeffSalt) | 1         its 64 coefficients, for slots start..start+63
-//	fp    = uint32(a)                      its fingerprint: bit j for column j
+//	a     = mix(h + seed)                   mix: MurmurHash3's 64-bit finalizer (base.Mix64)
+//	start = a·(m-63) >> 64                  the key's first slot, 0..m-64
+//	c     = mix(a ^ 0x2545f4914f6cdd1d) | 1  its 64 coefficients, for slots start..start+63
+//	fp    = uint32(a)                       its fingerprint: bit j for column j
 //
 // The filter holds h if, for every column j of start's block, the parity of
 // c AND the 64 solution bits of column j at slots start..start+63 is bit j
@@ -114,31 +114,16 @@ func shapeFor(n int, bitsPerKey, slack float64) shape {
 	return shape{blocks: blocks, columns: uint8(columns), upper: blocks - uint32(extra)}
 }
 
-// mix is the 64-bit finalizer of MurmurHash3; adding the seed before mixing
-// gives each seed its own independent-looking hash of a key.
-func mix(x uint64) uint64 {
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
-}
-
-// seedFor returns the seed of the attempt-th build attempt. Seeds are
-// fixed, so the same keys always give the same bytes.
-func seedFor(attempt int) uint64 { return mix(uint64(attempt) + 0x9e3779b97f4a7c15) }
-
 // row returns key hash h's start slot, coefficients and fingerprint under
 // seed, for a filter with the given number of starts.
 func row(h, seed, starts uint64) (start int, coeff uint64, fp uint32) {
-	return rowOf(mix(h+seed), starts)
+	return rowOf(base.Mix64(h+seed), starts)
 }
 
 // rowOf returns the row of the key whose mixed hash is a.
 func rowOf(a, starts uint64) (start int, coeff uint64, fp uint32) {
 	hi, _ := bits.Mul64(a, starts)
-	return int(hi), mix(a^coeffSalt) | 1, uint32(a)
+	return int(hi), base.Mix64(a^coeffSalt) | 1, uint32(a)
 }
 
 // filter probes an encoded filter in place.
