@@ -32,11 +32,11 @@ func New(items [][]byte, bitsPerKey float64) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := new(Filter)
-	if err := f.UnmarshalBinary(data); err != nil {
-		return nil, err
+	f, keys, err := parse(data, "ribbon filter")
+	if err != nil {
+		return nil, err // not reached: build writes what parse reads
 	}
-	return f, nil
+	return &Filter{f: f, keys: keys, data: data}, nil
 }
 
 // MayContain reports false only if item was not among the filter's items.
