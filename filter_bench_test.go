@@ -31,7 +31,7 @@ func BenchmarkFilterPolicy(b *testing.B) {
 		{"monkey8", MonkeyBloom(8)},
 		{"fuse", UniformFilter(FuseFilter())},
 		{"ribbon10", UniformFilter(RibbonFilter(10))},
-		{"ribbon11.4", UniformFilter(RibbonFilter(11.4))}, // about fuse's memory
+		{"ribbon11.2", UniformFilter(RibbonFilter(11.2))}, // about fuse's memory, with its headers
 	}
 	const n = 300_000
 	for _, p := range policies {
