@@ -34,7 +34,8 @@ func (c cuckooAdder) Add(item []byte) {
 // cuckoo filter at 8, 12 and 16-bit fingerprints, a counting Bloom filter
 // and a Bloom filter (at 0.95%, the counting filter the same): add, probe
 // of a present and an absent item, and (but the Bloom filter) remove, ns
-// per item; and bits per item. (TestLoadBeforeFull measures the load at
+// per item ("cpu-ns/op": CPU time, see filtertest.CPUTimer); and bits per
+// item. (TestLoadBeforeFull measures the load at
 // which the first Add fails.)
 //
 //	go test -run '^$' -bench Ops -benchtime 1000000x ./cuckoo/
@@ -65,6 +66,7 @@ func BenchmarkOps(b *testing.B) {
 		d, size := f.make()
 		b.Run(f.name+"/add", func(b *testing.B) {
 			i := 0
+			cpu := filtertest.StartCPU()
 			for b.Loop() {
 				if i == benchItems {
 					b.StopTimer()
@@ -75,6 +77,7 @@ func BenchmarkOps(b *testing.B) {
 				d.Add(added[i])
 				i++
 			}
+			cpu.Report(b, b.N)
 			for ; i < benchItems; i++ {
 				d.Add(added[i])
 			}
@@ -87,10 +90,12 @@ func BenchmarkOps(b *testing.B) {
 			}
 			b.Run(f.name+"/probe-"+what, func(b *testing.B) {
 				i := 0
+				cpu := filtertest.StartCPU()
 				for b.Loop() {
 					d.MayContain(probe[i&(benchItems-1)])
 					i++
 				}
+				cpu.Report(b, b.N)
 				if !present {
 					fp := 0
 					for _, it := range absent {
@@ -104,6 +109,7 @@ func BenchmarkOps(b *testing.B) {
 		}
 		b.Run(f.name+"/remove", func(b *testing.B) {
 			i := 0
+			cpu := filtertest.StartCPU()
 			for b.Loop() {
 				if i == benchItems {
 					b.StopTimer()
@@ -116,15 +122,18 @@ func BenchmarkOps(b *testing.B) {
 				d.Remove(added[i])
 				i++
 			}
+			cpu.Report(b, b.N)
 		})
 	}
 	bf := bloom.New(benchItems, 0.0095)
 	b.Run("bloom/add", func(b *testing.B) {
 		i := 0
+		cpu := filtertest.StartCPU()
 		for b.Loop() {
 			bf.Add(added[i&(benchItems-1)])
 			i++
 		}
+		cpu.Report(b, b.N)
 		for _, it := range added {
 			bf.Add(it)
 		}
@@ -137,10 +146,12 @@ func BenchmarkOps(b *testing.B) {
 		}
 		b.Run("bloom/probe-"+what, func(b *testing.B) {
 			i := 0
+			cpu := filtertest.StartCPU()
 			for b.Loop() {
 				bf.MayContain(probe[i&(benchItems-1)])
 				i++
 			}
+			cpu.Report(b, b.N)
 			if !present {
 				fp := 0
 				for _, it := range absent {

@@ -88,7 +88,8 @@ func benchItems(from, to int) [][]byte {
 }
 
 // BenchmarkCompareBuild measures building each filter of the comparison
-// from the same 1M random keys: ns/key, and the bits/key of the result.
+// from the same 1M random keys: ns/key (and "cpu-ns/op", the CPU time a
+// key, see filtertest.CPUTimer), and the bits/key of the result.
 //
 //	go test -run '^$' -bench CompareBuild -benchtime 3x ./ribbon/
 func BenchmarkCompareBuild(b *testing.B) {
@@ -96,10 +97,12 @@ func BenchmarkCompareBuild(b *testing.B) {
 	for _, c := range compared {
 		b.Run("filter="+c.name, func(b *testing.B) {
 			builds, size := 0, 0
+			cpu := filtertest.StartCPU()
 			for b.Loop() {
 				_, size = c.build(added)
 				builds++
 			}
+			cpu.Report(b, builds*benchKeys)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(builds*benchKeys), "ns/key")
 			b.ReportMetric(float64(8*size)/benchKeys, "bits/key")
 		})
@@ -109,7 +112,7 @@ func BenchmarkCompareBuild(b *testing.B) {
 // BenchmarkCompareProbe measures a probe of each filter of the comparison,
 // built from the same 1M random keys, for a present and an absent key; an
 // absent-key run also reports the false positives among 1M keys never
-// added ("fp%").
+// added ("fp%"); "cpu-ns/op" is the CPU time a probe (filtertest.CPUTimer).
 //
 //	go test -run '^$' -bench CompareProbe -benchtime 2000000x ./ribbon/
 func BenchmarkCompareProbe(b *testing.B) {
@@ -124,12 +127,14 @@ func BenchmarkCompareProbe(b *testing.B) {
 			}
 			b.Run(fmt.Sprintf("filter=%s/%s", c.name, what), func(b *testing.B) {
 				probes, found := 0, 0
+				cpu := filtertest.StartCPU()
 				for b.Loop() {
 					if f.MayContain(items[probes&(benchKeys-1)]) {
 						found++
 					}
 					probes++
 				}
+				cpu.Report(b, probes)
 				if present && found != probes {
 					b.Fatal("a present key was not found")
 				}

@@ -35,6 +35,9 @@ func buildWithSlack(hashes []uint64, bitsPerKey, firstSlack float64) ([]byte, in
 	if len(hashes) == 0 {
 		return encode(shape{}, 0, 0), 0, nil
 	}
+	if len(hashes) > maxKeys {
+		return nil, 0, fmt.Errorf("%w: %d keys, more than the %d a filter holds", ErrBuildFailed, len(hashes), maxKeys)
+	}
 	var b builder
 	for attempt := range maxAttempts {
 		grow := 1 + 0.5*float64(attempt/attemptsPerSize)
