@@ -25,10 +25,10 @@
 //	cuckoo, 16-bit        16.84      0.0114%          81       64 / 45                    65
 //
 // The 12-bit cuckoo filter has a fifth of the counting filter's false
-// positives in a third of its memory, and removes a little faster. Its
-// rate is about 8·load/(2^f-1): 10-bit fingerprints (10.5 bits per item)
-// would give 0.74%, below the counting filter's rate in a quarter of its memory. An
-// Add costs about 3 times a Bloom filter's, more as the load nears full
+// positives in a third of its memory, and removes a little faster. Its rate
+// is about 8·load/(2^f-1): 10-bit fingerprints (10.5 bits per item) would
+// give 0.74%, below the counting filter's rate in a quarter of its memory.
+// An Add costs about 3 times a Bloom filter's, more as the load nears full
 // (a fingerprint may move many times), and a cuckoo filter cannot grow: an
 // Add past its capacity fails with ErrFull where a Bloom filter would just
 // get worse.
