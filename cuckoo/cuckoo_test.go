@@ -33,14 +33,18 @@ func rate(c *Filter, ks *filtertest.Set, from, to int) float64 {
 }
 
 // TestRate fills filters of 100,000 items at 8, 12 and 16-bit fingerprints
-// to the planned load, checks that every item is found, and that the
-// false-positive rate over 1M items never added is the expected one: a
-// probe compares with the 8 slots of two buckets, each holding a given
-// fingerprint with probability load/(2^f-1).
+// (sequential keys at 12 only) to the planned load, checks that every item
+// is found, and that the false-positive rate over 500,000 items never
+// added is the expected one: a probe compares with the 8 slots of two
+// buckets, each holding a given fingerprint with probability load/(2^f-1).
 func TestRate(t *testing.T) {
-	const n, probes = 100_000, 1_000_000
+	const n, probes = 100_000, 500_000
 	for _, ks := range filtertest.Sets {
-		for _, f := range []int{8, 12, 16} {
+		sizes := []int{8, 12, 16}
+		if ks.Name == "seq" {
+			sizes = []int{12}
+		}
+		for _, f := range sizes {
 			c := New(n, f)
 			fill(t, c, ks, n)
 			what := fmt.Sprintf("%s keys, %d-bit fingerprints", ks.Name, f)
@@ -61,16 +65,21 @@ func TestRate(t *testing.T) {
 // TestLoadBeforeFull adds items until the first ErrFull and checks the load
 // reached: at least loadTarget, which New plans for. The failed Add must
 // leave the filter as it was: every item added before it still found, the
-// count unchanged, the bytes the same.
+// count unchanged, the bytes the same. Filters of 1,000 items at each
+// fingerprint size, and one of 100,000.
 func TestLoadBeforeFull(t *testing.T) {
 	for _, f := range []int{8, 12, 16} {
-		for _, capacity := range []int{1000, 100_000} {
+		capacities := []int{1000}
+		if f == 12 {
+			capacities = append(capacities, 100_000)
+		}
+		for _, capacity := range capacities {
 			c := New(capacity, f)
 			ks := filtertest.Sets[0]
 			added := 0
 			var before []byte
 			for ; added < 2*capacity; added++ {
-				if c.LoadFactor() > 0.9 { // the snapshot is costly: only near the end
+				if c.LoadFactor() > 0.94 { // the snapshot is costly: only near the end
 					before, _ = c.MarshalBinary()
 				}
 				if err := c.Add(ks.Key(added)); err != nil {

@@ -48,14 +48,19 @@ func checkRate(tb testing.TB, what string, got, want float64, probes int) {
 	}
 }
 
-// TestRate builds filters of 200,000 keys at several bits per key, checks
+// TestRate builds filters of 100,000 keys at several bits per key, checks
 // that every key added is found, and that the false-positive rate over
-// 1M keys never added is the one the shape predicts.
+// 500,000 keys never added is the one the shape predicts. Sequential keys
+// are checked at one setting: the hash leaves no trace of their order.
 func TestRate(t *testing.T) {
-	const n, probes = 200_000, 1_000_000
+	const n, probes = 100_000, 500_000
 	for _, ks := range filtertest.Sets {
 		added, absent := ks.Hashes(0, n), ks.Hashes(n, n+probes)
-		for _, bpk := range []float64{3.5, 7, 10, 14} {
+		settings := []float64{3.5, 7, 10, 14}
+		if ks.Name == "seq" {
+			settings = []float64{10}
+		}
+		for _, bpk := range settings {
 			f, data := buildFilter(t, bpk, added)
 			what := fmt.Sprintf("%s keys, %v bits/key", ks.Name, bpk)
 			if r := filtertest.PositiveRate(f, added); r != 1 {
@@ -141,20 +146,19 @@ func TestBuildFailure(t *testing.T) {
 // 30% less memory than a textbook Bloom filter of the same false-positive
 // rate (RocksDB's documentation for its Ribbon filter), and measures it
 // against the blocked Bloom filter shale uses too. For Ribbon filters of
-// 200,000 random keys at 7, 10 and 14 bits per key, it measures the rate
-// over 1M keys never added, builds a textbook Bloom filter of the size the
-// formula gives for that rate (at the formula's best k) and a blocked one
-// (bloom.New, sized by its own model), and measures theirs. The Bloom
-// filters' measured rates must be within noise of the Ribbon filter's (so
-// the memory is compared at one rate), and the saving must be 30% within
-// the tolerance stated here: 20-35% against the textbook filter, 22-40%
-// against the blocked one. Measured: 22.3-23.8% against the textbook
-// layout and 25.0-31.0% against the blocked one. Against the textbook
-// filter that is less than 30%, as this filter's band is 64 slots wide and
-// needs about 10% more slots than keys (RocksDB's is 128 slots wide and
-// needs fewer).
+// 100,000 random keys at 7, 10 and 14 bits per key, it measures the rate
+// over 500,000 keys never added, builds a textbook Bloom filter of the size
+// the formula gives for that rate (at the formula's best k) and a blocked
+// one (bloom.New, sized by its own model), and measures theirs. The Bloom
+// filters' measured rates must equal the Ribbon filter's within the noise
+// of the counts (so the memory is compared at one rate), and the saving
+// must be 30% within the tolerance stated here: 20-35% against the textbook
+// filter, 22-40% against the blocked one. Measured: 22.2-23.8% against the
+// textbook layout and 25.2-30.9% against the blocked one. Against the
+// textbook filter that is less than 30%: see "Memory against Bloom filters"
+// in doc.go for why.
 func TestMemoryAgainstBloom(t *testing.T) {
-	const n, probes = 200_000, 1_000_000
+	const n, probes = 100_000, 500_000
 	ks := filtertest.Sets[0]
 	added, absent := ks.Hashes(0, n), ks.Hashes(n, n+probes)
 	for _, bpk := range []float64{7, 10, 14} {
@@ -189,10 +193,11 @@ func TestMemoryAgainstBloom(t *testing.T) {
 			save := 1 - ribbonBits/c.bits
 			t.Logf("%v bits/key: ribbon %.2f bits/key, rate %.4f%%; %s Bloom %.2f bits/key, rate %.4f%%: %.1f%% less memory",
 				bpk, ribbonBits, 100*rate, c.layout, c.bits, 100*c.rate, 100*save)
-			// The Bloom filter must be as accurate as the Ribbon filter, give
-			// or take the noise of the counts (4 standard deviations).
-			if sigma := math.Sqrt(rate / probes); c.rate > rate+4*sigma+0.02*rate {
-				t.Errorf("%v bits/key: %s Bloom filter measures %.4f%%, above the Ribbon filter's %.4f%%", bpk, c.layout, 100*c.rate, 100*rate)
+			// The two counts must agree within 4 standard deviations of
+			// their difference, plus 5% for the models.
+			if tol := 4*math.Sqrt((rate+c.rate)/probes) + 0.05*rate; math.Abs(c.rate-rate) > tol {
+				t.Errorf("%v bits/key: %s Bloom filter measures %.4f%%, not the Ribbon filter's %.4f%% ± %.4f%%",
+					bpk, c.layout, 100*c.rate, 100*rate, 100*tol)
 			}
 			if save < c.minSave || save > c.maxSave {
 				t.Errorf("%v bits/key: Ribbon saves %.1f%% against the %s Bloom filter, want %.0f-%.0f%%",
