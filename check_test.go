@@ -1,0 +1,329 @@
+package shale
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/vfs"
+)
+
+// flipByte flips one bit of the byte at off of the file at path; a
+// negative off counts from the end.
+func flipByte(t *testing.T, path string, off int64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off < 0 {
+		off += int64(len(b))
+	}
+	b[off] ^= 0x40
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// onlyFile returns the one file of dir matching pattern.
+func onlyFile(t *testing.T, dir, pattern string) string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(dir, pattern))
+	if len(m) != 1 {
+		t.Fatalf("%s: %v", pattern, m)
+	}
+	return m[0]
+}
+
+// checkProblems runs Check and returns the problems it lists, failing
+// unless each matches ErrCorruption.
+func checkProblems(t *testing.T, dir string, opts *Options) []*base.CorruptionError {
+	t.Helper()
+	err := Check(dir, opts)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, ErrCorruption) {
+		t.Fatalf("Check: %v, not corruption", err)
+	}
+	var parts []error
+	if j, ok := errors.Unwrap(err).(interface{ Unwrap() []error }); ok {
+		parts = j.Unwrap()
+	}
+	if len(parts) == 0 {
+		t.Fatalf("Check: %v lists no problem", err)
+	}
+	var out []*base.CorruptionError
+	for _, p := range parts {
+		var ce *base.CorruptionError
+		if !errors.As(p, &ce) {
+			t.Fatalf("Check: problem %v is not a corruption error", p)
+		}
+		out = append(out, ce)
+	}
+	return out
+}
+
+// wantKeys checks that the store in dir holds exactly want.
+func wantKeys(t *testing.T, dir string, opts *Options, want map[string]string) {
+	t.Helper()
+	db := mustOpen(t, dir, opts)
+	defer db.Close()
+	got := map[string]string{}
+	it := db.NewIter(nil)
+	for ok := it.First(); ok; ok = it.Next() {
+		got[string(it.Key())] = string(it.Value())
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+		if val, err := db.Get([]byte(k)); err != nil || string(val) != v {
+			t.Errorf("Get(%s) = %q, %v; want %q", k, val, err, v)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s is there, and should not be", k)
+		}
+	}
+}
+
+// TestCheckRepairDamagedManifest: a flipped byte in a MANIFEST of one
+// record. Check names the MANIFEST; Repair recovers every key and moves the
+// MANIFEST to lost/; Check then finds nothing wrong.
+func TestCheckRepairDamagedManifest(t *testing.T) {
+	dir := t.TempDir()
+	var logged []string
+	opts := &Options{Logger: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }}
+	db := mustOpen(t, dir, opts)
+	want := map[string]string{}
+	for i := range 100 {
+		k, v := fmt.Sprintf("key%03d", i), fmt.Sprintf("value%03d", i)
+		want[k] = v
+		if err := db.Put([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	mustOpen(t, dir, opts).Close() // the MANIFEST is now one snapshot record
+	if err := Check(dir, opts); err != nil {
+		t.Fatalf("Check before the damage: %v", err)
+	}
+	manifest := onlyFile(t, dir, "MANIFEST-*")
+	flipByte(t, manifest, -1)
+
+	problems := checkProblems(t, dir, opts)
+	if len(problems) != 1 || problems[0].File != manifest {
+		t.Fatalf("Check found %v, want one problem in %s", problems, manifest)
+	}
+	t.Logf("Check: %v", Check(dir, opts))
+
+	logged = nil
+	if err := Repair(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Repair logged:\n%s", strings.Join(logged, "\n"))
+	if _, err := os.Stat(filepath.Join(dir, lostDir, filepath.Base(manifest))); err != nil {
+		t.Fatalf("the damaged MANIFEST is not in lost/: %v", err)
+	}
+	if err := Check(dir, opts); err != nil {
+		t.Fatalf("Check after Repair: %v", err)
+	}
+	wantKeys(t, dir, opts, want)
+	if err := Check(dir, opts); err != nil {
+		t.Fatalf("Check after Repair and Open: %v", err)
+	}
+}
+
+// TestCheckRepairDamagedBlock: a damaged data block in a table. Check names
+// the table and the block's offset; Repair keeps the records of the other
+// blocks and moves the table to lost/.
+func TestCheckRepairDamagedBlock(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{BlockSize: 256, BlockCacheSize: -1}
+	db := mustOpen(t, dir, opts)
+	want := map[string]string{}
+	for i := range 500 {
+		k, v := fmt.Sprintf("key%03d", i), fmt.Sprintf("value%03d", i)
+		want[k] = v
+		if err := db.Put([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	table := onlyFile(t, dir, "*.sst")
+	flipByte(t, table, 10) // in the first data block, at offset 0
+
+	problems := checkProblems(t, dir, opts)
+	if len(problems) != 1 || problems[0].File != table || problems[0].Offset != 0 {
+		t.Fatalf("Check found %v, want one problem in %s at offset 0", problems, table)
+	}
+
+	if err := Repair(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, lostDir, filepath.Base(table))); err != nil {
+		t.Fatalf("the damaged table is not in lost/: %v", err)
+	}
+	if err := Check(dir, opts); err != nil {
+		t.Fatalf("Check after Repair: %v", err)
+	}
+	db = mustOpen(t, dir, opts)
+	defer db.Close()
+	found := 0
+	for k, v := range want {
+		got, err := db.Get([]byte(k))
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil || string(got) != v:
+			t.Fatalf("Get(%s) = %q, %v; want %q or not found", k, got, err, v)
+		default:
+			found++
+		}
+	}
+	// The first block holds key000 and a few more; every other key stays.
+	if _, err := db.Get([]byte("key000")); !errors.Is(err, ErrNotFound) || found < len(want)-20 {
+		t.Fatalf("after Repair: key000: %v; %d of %d keys; want the first block's lost, the rest kept", err, found, len(want))
+	}
+}
+
+// TestRepairInterleavedVersions: versions of the same keys in L6, in L0
+// tables and in the WAL, with deletions; with the MANIFEST and CURRENT gone,
+// Repair brings back the newest version of every key, whatever level it
+// was in.
+func TestRepairInterleavedVersions(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{DisableAutomaticCompactions: true}
+	db := mustOpen(t, dir, opts)
+	want := map[string]string{}
+	put := func(lo, hi int, round string) {
+		for i := lo; i < hi; i++ {
+			k := fmt.Sprintf("key%03d", i)
+			want[k] = round
+			if err := db.Put([]byte(k), []byte(round)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	del := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			k := fmt.Sprintf("key%03d", i)
+			delete(want, k)
+			if err := db.Delete([]byte(k)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	flush := func() {
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(0, 100, "r1")
+	if err := db.Compact(); err != nil { // L6
+		t.Fatal(err)
+	}
+	put(0, 50, "r2")
+	flush() // L0
+	del(0, 10)
+	put(40, 60, "r3")
+	flush() // L0, newer
+	put(5, 8, "r4")
+	del(55, 58)
+	put(90, 110, "r4") // in the WAL only
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(onlyFile(t, dir, "MANIFEST-*")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "CURRENT")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(dir, opts); !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), "CURRENT") {
+		t.Fatalf("Check without CURRENT: %v", err)
+	}
+	if err := Repair(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(dir, opts); err != nil {
+		t.Fatalf("Check after Repair: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, lostDir)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("nothing was damaged, yet lost/ is there: %v", err)
+	}
+	wantKeys(t, dir, opts, want)
+}
+
+// TestCheckTables: a table the MANIFEST names is missing, or one it does
+// not name is left over: the first is a problem naming the table, the
+// second is not.
+func TestCheckTables(t *testing.T) {
+	dir := t.TempDir()
+	db := mustOpen(t, dir, nil)
+	for i := range 3 {
+		if err := db.Put([]byte{byte('a' + i)}, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(tables) != 3 {
+		t.Fatalf("tables: %v", tables)
+	}
+	leftover := filepath.Join(dir, "999999.sst")
+	b, err := os.ReadFile(tables[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(leftover, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(dir, nil); err != nil {
+		t.Fatalf("Check with a leftover table: %v", err)
+	}
+	if err := os.Remove(tables[1]); err != nil {
+		t.Fatal(err)
+	}
+	problems := checkProblems(t, dir, nil)
+	if len(problems) != 1 || problems[0].File != tables[1] {
+		t.Fatalf("Check found %v, want %s missing", problems, tables[1])
+	}
+}
+
+// TestCheckRepairOpenStore: neither Check nor Repair touches a store that
+// is open, in this process.
+func TestCheckRepairOpenStore(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs}
+	db := mustOpen(t, "db", opts)
+	defer db.Close()
+	if err := db.Put([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]func(string, *Options) error{"Check": Check, "Repair": Repair} {
+		if err := f("db", opts); !errors.Is(err, vfs.ErrLocked) || errors.Is(err, ErrCorruption) {
+			t.Fatalf("%s of an open store: %v, want a lock error", name, err)
+		}
+	}
+	if v, err := db.Get([]byte("k")); err != nil || string(v) != "v" {
+		t.Fatalf("Get after Check and Repair were refused: %q, %v", v, err)
+	}
+}
