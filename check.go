@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"slices"
+	"strings"
 
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/manifest"
@@ -15,8 +16,8 @@ import (
 // Check verifies the closed store in dir without changing it. It takes the
 // store's LOCK, so it fails at once, with an error that is not corruption,
 // if the store is open (in this process or another). It returns nil when the
-// store is consistent; otherwise an error matching ErrCorruption that lists
-// every problem found, one per line, each itself matching ErrCorruption and
+// store is consistent; otherwise a *CheckError, which matches ErrCorruption,
+// listing every problem found, each itself matching ErrCorruption and
 // naming the file and, where known, the offset.
 //
 // What is checked:
@@ -47,7 +48,7 @@ func Check(dir string, opts *Options) error {
 		return err
 	}
 	db := offlineDB(dir, opts.withDefaults())
-	lock, err := db.fs.Lock(db.fileName(fileTypeLock, 0))
+	lock, err := db.lockClosed()
 	if err != nil {
 		return fmt.Errorf("shale: check %s: %w", dir, err)
 	}
@@ -59,8 +60,31 @@ func Check(dir string, opts *Options) error {
 	if len(c.problems) == 0 {
 		return nil
 	}
-	return fmt.Errorf("shale: check %s: %d problem(s):\n%w", dir, len(c.problems), errors.Join(c.problems...))
+	return &CheckError{Dir: dir, Problems: c.problems}
 }
+
+// CheckError is the error Check returns for a store with problems. It
+// matches ErrCorruption, as does each of its problems.
+type CheckError struct {
+	Dir string
+	// Problems are the problems found, in the order Check met them, each
+	// naming its file and, where known, the offset.
+	Problems []error
+}
+
+// Error lists the problems, one per line after a summary line.
+func (e *CheckError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "shale: check %s: %d problem(s):", e.Dir, len(e.Problems))
+	for _, p := range e.Problems {
+		b.WriteString("\n")
+		b.WriteString(p.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the problems, for errors.Is and errors.As.
+func (e *CheckError) Unwrap() []error { return e.Problems }
 
 // offlineDB returns a DB for the closed store in dir, on which Check and
 // Repair call the DB's own methods to read and write its files
@@ -68,6 +92,15 @@ func Check(dir string, opts *Options) error {
 // WAL, block cache or background work, and its version is empty.
 func offlineDB(dir string, o Options) *DB {
 	return &DB{dir: dir, opts: o, fs: o.FS, current: newVersion(&manifest.Version{}, nil)}
+}
+
+// lockClosed takes the LOCK of the store in db.dir, which must exist (it is
+// not created), for Check and Repair.
+func (db *DB) lockClosed() (io.Closer, error) {
+	if _, err := db.fs.Stat(db.dir); err != nil {
+		return nil, err
+	}
+	return db.fs.Lock(db.fileName(fileTypeLock, 0))
 }
 
 // storeFiles are the tables and WALs in a store's directory, by file number,

@@ -50,15 +50,12 @@ func checkProblems(t *testing.T, dir string, opts *Options) []*base.CorruptionEr
 	if !errors.Is(err, ErrCorruption) {
 		t.Fatalf("Check: %v, not corruption", err)
 	}
-	var parts []error
-	if j, ok := errors.Unwrap(err).(interface{ Unwrap() []error }); ok {
-		parts = j.Unwrap()
-	}
-	if len(parts) == 0 {
+	var ce *CheckError
+	if !errors.As(err, &ce) || len(ce.Problems) == 0 {
 		t.Fatalf("Check: %v lists no problem", err)
 	}
 	var out []*base.CorruptionError
-	for _, p := range parts {
+	for _, p := range ce.Problems {
 		var ce *base.CorruptionError
 		if !errors.As(p, &ce) {
 			t.Fatalf("Check: problem %v is not a corruption error", p)

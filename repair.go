@@ -57,7 +57,7 @@ func Repair(dir string, opts *Options) error {
 		return err
 	}
 	db := offlineDB(dir, opts.withDefaults())
-	lock, err := db.fs.Lock(db.fileName(fileTypeLock, 0))
+	lock, err := db.lockClosed()
 	if err != nil {
 		return fmt.Errorf("shale: repair %s: %w", dir, err)
 	}
@@ -158,7 +158,7 @@ func (r *repairer) run() error {
 	if err := db.manifest.Close(); err != nil {
 		return err
 	}
-	db.logf("repair: wrote MANIFEST-%06d: %d tables in L%d, last sequence number %d", db.manifestNum, len(out), manifest.NumLevels-1, db.lastSeq)
+	db.logf("repair: wrote MANIFEST-%06d: tables in L%d: %d; last sequence number %d", db.manifestNum, manifest.NumLevels-1, len(out), db.lastSeq)
 	for _, t := range r.intact {
 		t.reader.Close()
 	}
