@@ -8,17 +8,18 @@ import (
 
 // Verify reads every data block of the table from the file (not the cache),
 // in the order of the index, and checks what reads rely on: each block's
-// checksum and encoding, that every key is an internal key, that keys
-// strictly increase across the whole table, that each block's keys are at
-// most its index separator and above the previous block's, and that the
-// entries agree with the properties (count, first and last key).
+// checksum and encoding, that every key is an internal key of a known kind,
+// that keys strictly increase across the whole table, that each block's keys
+// are at most its index separator and above the previous block's, and that
+// the entries agree with the properties (count, first and last key).
 //
 // A damaged block is skipped and the scan goes on with the next one, so
 // problems lists every damaged block: each a *base.CorruptionError naming
 // the file and the block's offset. keep, when not nil, is called with every
-// entry that decodes, in file order (even when the entries are out of
-// order, which is itself reported); key and value are valid only during the
-// call. err is an error reading the file, which ends the scan.
+// entry that decodes and is of a known kind, in file order (even when the
+// entries are out of order, which is itself reported); key and value are
+// valid only during the call. err is an error reading the file, which ends
+// the scan.
 func (r *Reader) Verify(keep func(key base.InternalKey, value []byte)) (problems []error, err error) {
 	var index, data blockIter
 	if err := index.init(r.name, r.indexOffset, r.index); err != nil {
@@ -65,6 +66,9 @@ func (r *Reader) Verify(keep func(key base.InternalKey, value []byte)) (problems
 				break
 			}
 			switch {
+			case k.Kind() > base.KindMax:
+				corrupt(h.offset, "key %s is of an unknown kind", k)
+				continue
 			case entries > 0 && base.Compare(k, prev) <= 0:
 				corrupt(h.offset, "key %s does not follow %s", k, prev)
 			case base.Compare(k, sep) > 0:
