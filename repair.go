@@ -316,7 +316,9 @@ func (r *repairer) merge() ([]*table, error) {
 }
 
 // moveDamaged moves the damaged files into lost/, durably, never replacing
-// a file there.
+// a file there: a name already taken gets a suffix .1, .2 and so on. (A
+// crash during an earlier Repair can leave a file both in lost/ and in the
+// store, its move durable in one directory and not yet in the other.)
 func (r *repairer) moveDamaged() error {
 	if len(r.damaged) == 0 {
 		return nil
@@ -327,21 +329,37 @@ func (r *repairer) moveDamaged() error {
 		return err
 	}
 	for _, name := range r.damaged {
-		to := db.fs.PathJoin(lost, name)
-		_, err := db.fs.Stat(to)
-		if err == nil {
-			return fmt.Errorf("cannot move %s into %s/: a file of that name is there", name, lostDir)
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
+		to, err := r.freeName(lost, name)
+		if err != nil {
 			return err
 		}
-		if err := db.fs.Rename(db.fs.PathJoin(db.dir, name), to); err != nil {
+		if err := db.fs.Rename(db.fs.PathJoin(db.dir, name), db.fs.PathJoin(lost, to)); err != nil {
 			return err
 		}
-		db.logf("repair: moved %s to %s/", name, lostDir)
+		db.logf("repair: moved %s to %s/%s", name, lostDir, to)
 	}
 	if err := db.fs.SyncDir(lost); err != nil {
 		return err
 	}
 	return db.fs.SyncDir(db.dir)
+}
+
+// freeName returns name, or name with the first suffix .1, .2, ... that no
+// file in dir has.
+func (r *repairer) freeName(dir, name string) (string, error) {
+	const maxSuffix = 1000
+	for i := range maxSuffix {
+		to := name
+		if i > 0 {
+			to = fmt.Sprintf("%s.%d", name, i)
+		}
+		_, err := r.db.fs.Stat(r.db.fs.PathJoin(dir, to))
+		if errors.Is(err, fs.ErrNotExist) {
+			return to, nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("%s/ holds %s and %d more copies of it", lostDir, name, maxSuffix-1)
 }
