@@ -459,3 +459,66 @@ func TestRepairCrash(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckRepairWAL: a WAL cut short (a torn tail, what a crash leaves) is
+// no problem for Check; a damaged record in its middle is, named with the
+// WAL, and Repair keeps the batches before it and moves the WAL to lost/.
+func TestCheckRepairWAL(t *testing.T) {
+	dir := t.TempDir()
+	db := mustOpen(t, dir, nil)
+	const n = 200
+	for i := range n {
+		if err := db.Put(fmt.Appendf(nil, "key%03d", i), fmt.Appendf(nil, "value%03d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wal := onlyFile(t, dir, "*.log")
+	b, err := os.ReadFile(wal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(wal, b[:len(b)-3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(dir, nil); err != nil {
+		t.Fatalf("Check of a WAL with a torn tail: %v", err)
+	}
+	flipByte(t, wal, int64(len(b)/2))
+	problems := checkProblems(t, dir, nil)
+	if len(problems) != 1 || problems[0].File != wal {
+		t.Fatalf("Check found %v, want one problem in %s", problems, wal)
+	}
+
+	if err := Repair(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, lostDir, filepath.Base(wal))); err != nil {
+		t.Fatalf("the damaged WAL is not in lost/: %v", err)
+	}
+	if err := Check(dir, nil); err != nil {
+		t.Fatalf("Check after Repair: %v", err)
+	}
+	db = mustOpen(t, dir, nil)
+	defer db.Close()
+	kept := 0
+	for ; kept < n; kept++ {
+		v, err := db.Get(fmt.Appendf(nil, "key%03d", kept))
+		if errors.Is(err, ErrNotFound) {
+			break
+		}
+		if err != nil || string(v) != fmt.Sprintf("value%03d", kept) {
+			t.Fatalf("key%03d = %q, %v", kept, v, err)
+		}
+	}
+	for i := kept; i < n; i++ {
+		if _, err := db.Get(fmt.Appendf(nil, "key%03d", i)); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("key%03d, after the damage, is there: %v", i, err)
+		}
+	}
+	if kept < n/4 || kept >= n {
+		t.Fatalf("Repair kept the first %d of %d batches; want those before the damage in the middle", kept, n)
+	}
+}
