@@ -249,7 +249,7 @@ func (c *checker) readManifest(hasCurrent bool) (v *manifest.Version, whole bool
 	case records == 0:
 		c.problem(name, 0, "is empty: it holds no version")
 	case torn:
-		c.problem(name, off, "ends, after %d intact records, in one that does not read: a version change a crash interrupted, or damage", records)
+		c.problem(name, off, "record %d, the last, does not read: a version change a crash interrupted, or damage", records)
 	default:
 		return v, true, nil
 	}
