@@ -27,11 +27,12 @@ import (
 //     end in a torn record. A torn last record is what a crash during a
 //     version change leaves, and also what damage to the last record looks
 //     like; Check cannot tell them apart, so it reports it.
-//   - Every table the MANIFEST names is present, of the size it records;
-//     every block of it passes its checksum and decodes (sstable's
-//     Reader.Verify); its keys are sorted and its first and last keys and
-//     sequence numbers are those the MANIFEST records, and no sequence
-//     number is above the last one the MANIFEST records.
+//   - Every table the MANIFEST names is present, of the size it records,
+//     numbered below the next file number it records; every block of it
+//     passes its checksum and decodes (sstable's Reader.Verify); its keys
+//     are sorted, its first and last keys and sequence numbers are those the
+//     MANIFEST records, and no sequence number is above the last one the
+//     MANIFEST records.
 //   - The WAL the MANIFEST's log number names is present, and every WAL from
 //     it on reads record by record, each record a batch that decodes, with
 //     sequence numbers increasing from batch to batch and WAL to WAL. A torn
@@ -281,6 +282,8 @@ func (c *checker) checkTable(num uint64, meta *manifest.FileMeta) error {
 		}
 		p := t.reader.Properties()
 		switch {
+		case num >= db.nextFileNum:
+			c.problem(name, -1, "is numbered at or above the MANIFEST's next file number, %d", db.nextFileNum)
 		case uint64(info.Size()) != meta.Size:
 			c.problem(name, -1, "is %d bytes, the MANIFEST says %d", info.Size(), meta.Size)
 		case p.NumEntries == 0:
