@@ -200,9 +200,11 @@ func TestCheckRepairDamagedBlock(t *testing.T) {
 }
 
 // TestRepairInterleavedVersions: versions of the same keys in L6, in L0
-// tables and in the WAL, with deletions; with the MANIFEST and CURRENT gone,
-// Repair brings back the newest version of every key, whatever level it
-// was in.
+// tables and in the WAL, with deletions, and sequence numbers interleaved
+// across levels: an L6 table holds newer writes than an L0 table above it,
+// which holds newer versions of some of its keys. So no order of the tables
+// alone gives the newest version of every key. With the MANIFEST and
+// CURRENT gone, Repair brings back the newest version of every key.
 func TestRepairInterleavedVersions(t *testing.T) {
 	dir := t.TempDir()
 	opts := &Options{DisableAutomaticCompactions: true}
@@ -232,17 +234,35 @@ func TestRepairInterleavedVersions(t *testing.T) {
 		}
 	}
 	put(0, 100, "r1")
-	if err := db.Compact(); err != nil { // L6
+	if err := db.Compact(); err != nil { // L6: A
 		t.Fatal(err)
 	}
 	put(0, 50, "r2")
-	flush() // L0
 	del(0, 10)
-	put(40, 60, "r3")
-	flush() // L0, newer
+	flush() // L0: G, newer than A for key000-key049
+	put(90, 100, "r3")
+	flush() // L0: H, disjoint from G
+	// Compact H alone into L6: A's successor holds key000-key049 at r1 and
+	// key090-key099 at r3, newer than anything in G.
+	db.mu.Lock()
+	v := db.current
+	v.ref()
+	db.mu.Unlock()
+	g, h := v.Levels[0][1], v.Levels[0][0]
+	job := compactionJob{outputLevel: 6, inputs: []levelFile{{0, h}, {6, v.Levels[6][0]}}}
+	if err := db.runCompaction(v, job); err != nil {
+		t.Fatal(err)
+	}
+	v.unref()
+	db.mu.Lock()
+	l6 := db.current.Levels[6][0]
+	db.mu.Unlock()
+	if l6.LargestSeq <= g.LargestSeq || !l6.ContainsKey([]byte("key020")) || !g.ContainsKey([]byte("key020")) {
+		t.Fatalf("want an L6 table newer than the L0 table %s, with a key in common: L6 holds %s", g, l6)
+	}
 	put(5, 8, "r4")
 	del(55, 58)
-	put(90, 110, "r4") // in the WAL only
+	put(95, 110, "r4") // in the WAL only
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
