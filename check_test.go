@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
@@ -327,8 +328,25 @@ func TestCheckTables(t *testing.T) {
 }
 
 // TestCheckRepairOpenStore: neither Check nor Repair touches a store that
-// is open, in this process.
+// is open, in this process or another.
 func TestCheckRepairOpenStore(t *testing.T) {
+	if dir := os.Getenv("SHALE_CHECK_CHILD"); dir != "" {
+		fmt.Printf("check: %v\nrepair: %v\n", Check(dir, nil), Repair(dir, nil))
+		return
+	}
+	dir := t.TempDir()
+	osDB := mustOpen(t, dir, nil)
+	defer osDB.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCheckRepairOpenStore$")
+	cmd.Env = append(os.Environ(), "SHALE_CHECK_CHILD="+dir)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(out), vfs.ErrLocked.Error()) != 2 {
+		t.Fatalf("Check and Repair from another process:\n%s", out)
+	}
+
 	fs := vfs.NewMem()
 	opts := &Options{FS: fs}
 	db := mustOpen(t, "db", opts)
