@@ -97,7 +97,10 @@ func Open(dir string, opts *Options) (*DB, error) {
 // then creates the new WAL, whose directory entry becomes durable in the
 // same directory sync as the new MANIFEST's and CURRENT's. Had the new,
 // empty WAL become durable first, a crash would leave the replayed WAL,
-// with its torn tail, no longer the newest.
+// with its torn tail, no longer the newest. Some file systems make a new
+// name durable with any later fsync (ext4 commits its journal whole), so
+// the WAL allowed a torn tail is the newest one with any bytes: an empty
+// WAL after it holds nothing a torn tail could have been followed by.
 func (db *DB) recover() error {
 	names, err := db.fs.List(db.dir)
 	if err != nil {
@@ -121,10 +124,11 @@ func (db *DB) recover() error {
 		names = nil // a new store: nothing to replay
 	}
 	// missing explains a file the version needs that is not there: if the
-	// MANIFEST's end was cut off, the cut-off edit was damaged, not torn.
+	// MANIFEST's end was cut off, that was most likely an edit damaged after
+	// it took effect, not a torn one (see replayManifest).
 	missing := func(err error) error {
 		if cutOff != "" {
-			return fmt.Errorf("%w (%s: the edit cut off was not torn, but damaged after it took effect)", err, cutOff)
+			return fmt.Errorf("%w (%s; if that was an edit damaged after it took effect, this file is what it made obsolete)", err, cutOff)
 		}
 		return err
 	}
@@ -159,10 +163,20 @@ func (db *DB) recover() error {
 		return missing(base.CorruptionErrorf(db.fileName(fileTypeLog, db.logNum), -1,
 			"the WAL the MANIFEST names as its log number is missing"))
 	}
+	newest := 0 // the last WAL with any bytes
+	for i, num := range logs {
+		info, err := db.fs.Stat(db.fileName(fileTypeLog, num))
+		if err != nil {
+			return err
+		}
+		if info.Size() > 0 {
+			newest = i
+		}
+	}
 	mem := memtable.New()
 	var prevLast base.SeqNum
 	for i, num := range logs {
-		first, last, err := db.replayLog(num, mem, i == len(logs)-1)
+		first, last, err := db.replayLog(num, mem, i >= newest)
 		if err != nil {
 			return err
 		}

@@ -261,12 +261,9 @@ func TestManifestVersion1(t *testing.T) {
 	})
 }
 
-// TestRecoveryCrashAtEveryOp: a crash after any file-system operation of a
-// recovery (one that starts from a WAL ending in a torn write and flushes
-// it) leaves a directory that the next Open recovers to the same data. It
-// used to make the new WAL durable before the new MANIFEST, so that a crash
-// left the torn WAL no longer the newest, and the store could not open.
-func TestRecoveryCrashAtEveryOp(t *testing.T) {
+// tornStore returns a store whose newest WAL ends in a torn write (its
+// last record cut short), as a crash leaves it, and the data it holds.
+func tornStore(t *testing.T) (*vfs.MemFS, map[string]string) {
 	fs := vfs.NewMem()
 	db := mustOpen(t, "db", &Options{FS: fs})
 	want := putN(t, db, 0, 40, "flushed")
@@ -276,14 +273,32 @@ func TestRecoveryCrashAtEveryOp(t *testing.T) {
 	for k, v := range putN(t, db, 20, 60, "logged") {
 		want[k] = v
 	}
-	start := fs.CrashClone()
+	c := fs.CrashClone()
 	db.Close()
-	// The last write torn: its record cut short by three bytes.
-	log := newestOf(t, start, "db", fileTypeLog)
-	b := readFile(t, start, log)
-	writeFile(t, start, log, b[:len(b)-3])
+	log := newestOf(t, c, "db", fileTypeLog)
+	b := readFile(t, c, log)
+	writeFile(t, c, log, b[:len(b)-3])
 	want["key059"] = "" // its write is the torn one
+	return c, want
+}
 
+// TestTornWALBeforeEmptyWAL: a torn WAL followed only by an empty one (a
+// recovery's new WAL whose name a crash made durable early) recovers.
+func TestTornWALBeforeEmptyWAL(t *testing.T) {
+	fs, want := tornStore(t)
+	writeFile(t, fs, "db/000999.log", nil)
+	db := mustOpen(t, "db", &Options{FS: fs})
+	defer db.Close()
+	wantData(t, db, want)
+}
+
+// TestRecoveryCrashAtEveryOp: a crash after any file-system operation of a
+// recovery (one that starts from a WAL ending in a torn write and flushes
+// it) leaves a directory that the next Open recovers to the same data. It
+// used to make the new WAL durable before the new MANIFEST, so that a crash
+// left the torn WAL no longer the newest, and the store could not open.
+func TestRecoveryCrashAtEveryOp(t *testing.T) {
+	start, want := tornStore(t)
 	efs := vfs.NewErrorFS(start)
 	var crashes []*vfs.MemFS
 	efs.SetInjector(func(op vfs.Op, path string) error {
@@ -292,7 +307,9 @@ func TestRecoveryCrashAtEveryOp(t *testing.T) {
 		}
 		return nil
 	})
-	db = mustOpen(t, "db", &Options{FS: efs})
+	// No background work may touch the file system (and crashes) while
+	// the injector is set: nothing to flush, and no compactions.
+	db := mustOpen(t, "db", &Options{FS: efs, DisableAutomaticCompactions: true})
 	efs.SetInjector(nil)
 	crashes = append(crashes, start.CrashClone())
 	wantData(t, db, want)
@@ -300,6 +317,7 @@ func TestRecoveryCrashAtEveryOp(t *testing.T) {
 	if len(crashes) < 10 {
 		t.Fatalf("only %d crash points in a recovery", len(crashes))
 	}
+	t.Logf("%d crash points", len(crashes))
 	for i, c := range crashes {
 		db, err := Open("db", &Options{FS: c})
 		if err != nil {
