@@ -177,7 +177,8 @@ func TestManifestOnlyRecordDamaged(t *testing.T) {
 // before it is whole. Here the flushed WAL is gone (the flush committed and
 // deleted it): Open must fail with ErrCorruption naming the WAL and the
 // MANIFEST, and delete nothing. With the WAL still there (a crash before the
-// commit record), Open recovers the writes from it.
+// commit record), Open recovers the writes from it. A damaged edit followed
+// by its intact commit record is corruption whatever files are present.
 func TestManifestDamagedLastEdit(t *testing.T) {
 	fs := vfs.NewMem()
 	db := mustOpen(t, "db", &Options{FS: fs})
@@ -202,6 +203,16 @@ func TestManifestDamagedLastEdit(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantOpenCorruption(t, c, oldLog, m)
+	})
+	t.Run("committed edit damaged", func(t *testing.T) {
+		// The edit's commit record follows it intact: damage to a
+		// committed edit is no torn write, even with every file present.
+		c := fs.CrashClone()
+		b := readFile(t, c, m)
+		b[sizeBefore+12] ^= 0x40
+		writeFile(t, c, m, b)
+		writeFile(t, c, oldLog, oldLogData)
+		wantOpenCorruption(t, c, m)
 	})
 	t.Run("flushed WAL present", func(t *testing.T) {
 		c := cut(t)
