@@ -303,42 +303,63 @@ func TestTornWALBeforeEmptyWAL(t *testing.T) {
 	wantData(t, db, want)
 }
 
-// TestRecoveryCrashAtEveryOp: a crash after any file-system operation of a
-// recovery (one that starts from a WAL ending in a torn write and flushes
-// it) leaves a directory that the next Open recovers to the same data. It
-// used to make the new WAL durable before the new MANIFEST, so that a crash
-// left the torn WAL no longer the newest, and the store could not open.
-func TestRecoveryCrashAtEveryOp(t *testing.T) {
-	start, want := tornStore(t)
-	efs := vfs.NewErrorFS(start)
+// crashesDuringOpen opens the store in fs, checks that it holds want, and
+// returns the file systems a power loss would leave after each operation
+// of that Open that can change the disk, and after the Open.
+func crashesDuringOpen(t *testing.T, fs *vfs.MemFS, want map[string]string) []*vfs.MemFS {
+	t.Helper()
+	efs := vfs.NewErrorFS(fs)
 	var crashes []*vfs.MemFS
 	efs.SetInjector(func(op vfs.Op, path string) error {
 		if op != vfs.OpRead && op != vfs.OpOpen && op != vfs.OpList {
-			crashes = append(crashes, start.CrashClone())
+			crashes = append(crashes, fs.CrashClone())
 		}
 		return nil
 	})
 	// No background work may touch the file system (and crashes) while
 	// the injector is set: nothing to flush, and no compactions.
-	db := mustOpen(t, "db", &Options{FS: efs, DisableAutomaticCompactions: true})
+	db, err := Open("db", &Options{FS: efs, DisableAutomaticCompactions: true})
 	efs.SetInjector(nil)
-	crashes = append(crashes, start.CrashClone())
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashes = append(crashes, fs.CrashClone())
 	wantData(t, db, want)
-	db.Close()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return crashes
+}
+
+// TestRecoveryCrashAtEveryOp: a crash after any file-system operation of a
+// recovery (one that starts from a WAL ending in a torn write and flushes
+// it) leaves a directory that the next Open recovers to the same data, and
+// so does a second crash at any operation of that next Open. Recovery used
+// to make the new WAL durable before the new MANIFEST, so that a crash left
+// the torn WAL no longer the newest, and the store could not open.
+func TestRecoveryCrashAtEveryOp(t *testing.T) {
+	start, want := tornStore(t)
+	crashes := crashesDuringOpen(t, start, want)
 	if len(crashes) < 10 {
 		t.Fatalf("only %d crash points in a recovery", len(crashes))
 	}
-	t.Logf("%d crash points", len(crashes))
+	points := 0
 	for i, c := range crashes {
-		db, err := Open("db", &Options{FS: c})
-		if err != nil {
-			t.Fatalf("crash after operation %d of %d of the recovery: reopen: %v", i, len(crashes), err)
-		}
-		wantData(t, db, want)
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
+		t.Run(fmt.Sprintf("crash%02d", i), func(t *testing.T) {
+			for _, c2 := range crashesDuringOpen(t, c, want) {
+				db, err := Open("db", &Options{FS: c2})
+				if err != nil {
+					t.Fatalf("reopen after a second crash: %v", err)
+				}
+				wantData(t, db, want)
+				if err := db.Close(); err != nil {
+					t.Fatal(err)
+				}
+				points++
+			}
+		})
 	}
+	t.Logf("%d crash points, %d second crash points", len(crashes), points)
 }
 
 // TestNoSyncFlushSurvivesPowerLoss: under NoSync, a power loss after a
