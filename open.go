@@ -146,48 +146,14 @@ func (db *DB) recover() error {
 	}
 	db.current = newVersion(v, tables)
 
-	// Replay the WALs the MANIFEST does not cover, oldest first.
-	var logs []uint64
 	for _, name := range names {
-		t, num, ok := parseFileName(name)
-		if !ok {
-			continue
-		}
-		db.nextFileNum = max(db.nextFileNum, num+1)
-		if t == fileTypeLog && num >= db.logNum {
-			logs = append(logs, num)
+		if _, num, ok := parseFileName(name); ok {
+			db.nextFileNum = max(db.nextFileNum, num+1)
 		}
 	}
-	slices.Sort(logs)
-	if db.logNum != 0 && (len(logs) == 0 || logs[0] != db.logNum) {
-		return missing(base.CorruptionErrorf(db.fileName(fileTypeLog, db.logNum), -1,
-			"the WAL the MANIFEST names as its log number is missing"))
-	}
-	newest := 0 // the last WAL with any bytes
-	for i, num := range logs {
-		info, err := db.fs.Stat(db.fileName(fileTypeLog, num))
-		if err != nil {
-			return err
-		}
-		if info.Size() > 0 {
-			newest = i
-		}
-	}
-	mem := memtable.New()
-	var prevLast base.SeqNum
-	for i, num := range logs {
-		first, last, err := db.replayLog(num, mem, i >= newest)
-		if err != nil {
-			return err
-		}
-		if first == 0 {
-			continue // an empty WAL
-		}
-		if prevLast != 0 && first != prevLast+1 {
-			return missing(base.CorruptionErrorf(db.fileName(fileTypeLog, num), 0,
-				"the log starts at sequence number %d, but the log before it ends at %d: a WAL between them is missing", first, prevLast))
-		}
-		prevLast = last
+	mem, err := db.replayLogs(names, missing)
+	if err != nil {
+		return err
 	}
 	db.visibleSeq.Store(uint64(db.lastSeq))
 
@@ -222,6 +188,51 @@ func (db *DB) recover() error {
 	old.unref()
 	db.deleteObsoleteFiles(names)
 	return nil
+}
+
+// replayLogs replays into a new memtable the WALs the MANIFEST does not
+// cover, oldest first, of the files Open found (names), and checks that
+// none is missing (see recover); missing adds what the MANIFEST replay
+// knows to such an error.
+func (db *DB) replayLogs(names []string, missing func(error) error) (*memtable.MemTable, error) {
+	var logs []uint64
+	for _, name := range names {
+		if t, num, ok := parseFileName(name); ok && t == fileTypeLog && num >= db.logNum {
+			logs = append(logs, num)
+		}
+	}
+	slices.Sort(logs)
+	if db.logNum != 0 && (len(logs) == 0 || logs[0] != db.logNum) {
+		return nil, missing(base.CorruptionErrorf(db.fileName(fileTypeLog, db.logNum), -1,
+			"the WAL the MANIFEST names as its log number is missing"))
+	}
+	newest := 0 // index of the last WAL with any bytes
+	for i, num := range logs {
+		info, err := db.fs.Stat(db.fileName(fileTypeLog, num))
+		if err != nil {
+			return nil, err
+		}
+		if info.Size() > 0 {
+			newest = i
+		}
+	}
+	mem := memtable.New()
+	var prevLast base.SeqNum
+	for i, num := range logs {
+		first, last, err := db.replayLog(num, mem, i >= newest)
+		if err != nil {
+			return nil, err
+		}
+		if first == 0 {
+			continue // an empty WAL
+		}
+		if prevLast != 0 && first != prevLast+1 {
+			return nil, missing(base.CorruptionErrorf(db.fileName(fileTypeLog, num), 0,
+				"the log starts at sequence number %d, but the log before it ends at %d: a WAL between them is missing", first, prevLast))
+		}
+		prevLast = last
+	}
+	return mem, nil
 }
 
 // startLogAndManifest creates the new WAL edit.LogNum and a new MANIFEST
