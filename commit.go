@@ -190,23 +190,26 @@ func (db *DB) makeRoomForWrite(force bool) error {
 
 // rotateMemTable, with db.mu held, starts a new WAL and memtable and queues
 // the full one for flushing.
+//
+// The old WAL is synced first, even under NoSync: recovery allows a torn
+// tail only in the newest WAL, so no newer one may exist before the old one
+// is whole. The new WAL's directory entry is then synced, also under NoSync:
+// the flush of the old memtable names the new WAL in the MANIFEST as its log
+// number, and the MANIFEST must never name a file a power loss can take
+// away. Both happen once per memtable and cost little. If either step
+// fails, the old WAL stays the newest one with a whole record at its end, or
+// an empty newer WAL follows it, which recovery skips.
 func (db *DB) rotateMemTable() error {
+	if err := db.log.Sync(); err != nil {
+		return err
+	}
 	num := db.nextFileNum
 	db.nextFileNum++
 	f, err := db.fs.Create(db.fileName(fileTypeLog, num))
 	if err != nil {
 		return err
 	}
-	if !db.opts.NoSync {
-		if err := db.fs.SyncDir(db.dir); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	// Sync the old log even under NoSync: recovery allows a torn tail only
-	// in the newest WAL, so an older one must be whole. Once per memtable,
-	// this costs little.
-	if err := db.log.Sync(); err != nil {
+	if err := db.fs.SyncDir(db.dir); err != nil {
 		f.Close()
 		return err
 	}

@@ -161,13 +161,16 @@ func (db *DB) writeTables(it *compaction.Iter, level int, targetSize int64, inpu
 			return err
 		}
 		w = nil
-		info, err := db.fs.Stat(db.fileName(fileTypeTable, meta.FileNum))
+		name := db.fileName(fileTypeTable, meta.FileNum)
+		info, err := db.fs.Stat(name)
 		if err != nil {
+			db.fs.Remove(name)
 			return err
 		}
 		meta.Size = uint64(info.Size())
 		t, err := db.openTable(meta)
 		if err != nil {
+			db.fs.Remove(name)
 			return err
 		}
 		out = append(out, t)
@@ -204,7 +207,10 @@ func (db *DB) writeTables(it *compaction.Iter, level int, targetSize int64, inpu
 			return out, err
 		}
 	}
-	if !db.opts.NoSync && len(out) > 0 {
+	// The tables' data was synced as each was closed; their directory
+	// entries are synced here, once for all of them and whatever NoSync
+	// says: the MANIFEST edit that names them follows.
+	if len(out) > 0 {
 		if err := db.fs.SyncDir(db.dir); err != nil {
 			return out, err
 		}

@@ -90,6 +90,13 @@ type DB struct {
 	// compactMu serialises compactions (background and manual).
 	compactMu sync.Mutex
 
+	// Tables no version holds any more, waiting for the deleter goroutine
+	// (see retireTable).
+	retireMu      sync.Mutex
+	retired       []*table
+	retireStopped bool
+	retireCh      chan struct{}
+
 	flushCh   chan struct{}
 	compactCh chan struct{}
 	closing   chan struct{}
@@ -334,6 +341,7 @@ func (db *DB) Close() error {
 		}
 	}
 	db.current.unref()
+	db.releaseRetired(true)
 	if e := db.lock.Close(); err == nil {
 		err = e
 	}
