@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"slices"
 	"strings"
 
@@ -188,11 +187,12 @@ func (c *checker) run() error {
 	return c.checkLogs(logs)
 }
 
-// readManifest replays the MANIFEST CURRENT names, as Open's replayManifest
-// does, setting the DB's counters, but reports what is wrong instead of
-// stopping at the first problem, and takes a torn last record for a
-// problem. whole says whether it read without a problem, so that v is the
-// store's version.
+// readManifest replays the MANIFEST CURRENT names with Open's own
+// replayManifest, setting the DB's counters, and turns what stops Open into
+// problems. Unlike Open, it also takes a torn last record for a problem: a
+// crash during a version change leaves one, and so does damage to the last
+// record, and Check cannot tell them apart. whole says whether the MANIFEST
+// read without a problem, so that v is the store's version.
 func (c *checker) readManifest(hasCurrent bool) (v *manifest.Version, whole bool, err error) {
 	db := c.db
 	if !hasCurrent {
@@ -200,61 +200,22 @@ func (c *checker) readManifest(hasCurrent bool) (v *manifest.Version, whole bool
 		return nil, false, nil
 	}
 	num, err := db.readCurrent()
-	if err != nil {
-		c.problem(db.fileName(fileTypeCurrent, 0), -1, "cannot name the MANIFEST: %v", err)
-		return nil, false, nil
+	if err == nil {
+		var cutOff string
+		v, cutOff, err = db.replayManifest(num)
+		if err == nil && cutOff != "" {
+			err = base.CorruptionErrorf(db.fileName(fileTypeManifest, num), -1,
+				"%s: a version change a crash interrupted, or damage to its last record", cutOff)
+		}
 	}
-	name := db.fileName(fileTypeManifest, num)
-	f, err := db.fs.Open(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		c.problem(name, -1, "missing, though CURRENT names it")
+	switch {
+	case errors.Is(err, base.ErrCorruption):
+		c.problems = append(c.problems, err)
 		return nil, false, nil
-	}
-	if err != nil {
+	case err != nil:
 		return nil, false, err
 	}
-	defer f.Close()
-	r := wal.NewReader(f, name)
-	v = &manifest.Version{}
-	records := 0
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if errors.Is(err, base.ErrCorruption) {
-			c.problems = append(c.problems, err)
-			return nil, false, nil
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		edit, err := manifest.DecodeEdit(rec, name)
-		if err != nil {
-			c.problem(name, r.Offset(), "record %d: %v", records, err)
-			return nil, false, nil
-		}
-		if v, err = v.Apply(edit); err != nil {
-			c.problem(name, r.Offset(), "record %d does not apply: %v", records, err)
-			return nil, false, nil
-		}
-		records++
-		db.nextFileNum = max(db.nextFileNum, edit.NextFileNum)
-		db.lastSeq = max(db.lastSeq, edit.LastSeqNum)
-		db.logNum = max(db.logNum, edit.LogNum)
-	}
-	off, torn := r.TornTail()
-	switch {
-	case records == 0 && torn:
-		c.problem(name, off, "its first record does not read, so it holds no version: damage (a MANIFEST's first record is synced before CURRENT names it)")
-	case records == 0:
-		c.problem(name, 0, "is empty: it holds no version")
-	case torn:
-		c.problem(name, off, "record %d, the last, does not read: a version change a crash interrupted, or damage", records)
-	default:
-		return v, true, nil
-	}
-	return nil, false, nil
+	return v, true, nil
 }
 
 // checkTable checks table num, which the MANIFEST describes by meta (nil
