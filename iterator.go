@@ -192,7 +192,10 @@ func (it *Iterator) findNextEntry() bool {
 // findPrevEntry moves backward from the internal iterator's position (on
 // the oldest version of some user key) to the previous user key whose newest
 // visible version is not a deletion. Versions of one user key arrive oldest
-// first; the last visible one seen is the newest.
+// first; the last visible one seen is the newest. The internal iterator
+// stops on an error as if the versions had run out, so an error is checked
+// before a version is taken as the newest: the newer ones may be in the
+// table whose read failed.
 func (it *Iterator) findPrevEntry() bool {
 	it.reverse = true
 	it.valid = false
@@ -210,6 +213,9 @@ func (it *Iterator) findPrevEntry() bool {
 				found, kind = true, k.Kind()
 				it.value = append(it.value[:0], it.iter.Value()...)
 			}
+		}
+		if it.iter.Error() != nil {
+			break
 		}
 		if found && kind == base.KindSet {
 			it.valid = true

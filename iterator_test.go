@@ -1,10 +1,12 @@
 package shale
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"sync/atomic"
 	"testing"
 
 	"github.com/shale-db/shale/vfs"
@@ -92,5 +94,142 @@ func TestIteratorRandomWalk(t *testing.T) {
 			t.Fatal(err)
 		}
 		db.Close()
+	}
+}
+
+// staleVersionStore builds the store of issue 9's defect 3: a=1 and b=old
+// compacted into one L6 table of one-key blocks, then b=new flushed to L0.
+// It returns the store's FS (closed) and the name of the L6 table.
+func staleVersionStore(t *testing.T) (*vfs.MemFS, string) {
+	t.Helper()
+	fs := vfs.NewMem()
+	db := mustOpen(t, "db", &Options{FS: fs, BlockSize: 16, BlockCacheSize: -1, DisableAutomaticCompactions: true})
+	defer db.Close()
+	for _, kv := range [][2]string{{"a", "1"}, {"b", "old"}} {
+		if err := db.Put([]byte(kv[0]), []byte(kv[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put([]byte("b"), []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	v := db.readState(readLatest).v
+	defer v.unref()
+	if len(v.Levels[0]) != 1 || len(v.Levels[6]) != 1 {
+		t.Fatalf("want one table in L0 and one in L6:\n%s", fs)
+	}
+	return fs, db.fileName(fileTypeTable, v.Levels[6][0].FileNum)
+}
+
+// TestIteratorReadErrorNotStale: when reading a block fails while the
+// iterator gathers a key's versions, the iterator stops with the error; it
+// never returns an older version as the current value. Going backward the
+// versions of b arrive oldest first (b=old from L6, then b=new from L0), and
+// stepping past b=old in L6 reads the block holding a, which fails. Each
+// walk may yield correct entries before it fails, never a stale one, and
+// must end with the error.
+func TestIteratorReadErrorNotStale(t *testing.T) {
+	want := map[string]string{"a": "1", "b": "new"}
+	next, prev := (*Iterator).Next, (*Iterator).Prev
+	walks := []struct {
+		name  string
+		start func(*Iterator) bool
+		step  func(*Iterator) bool
+	}{
+		{"Last, Prev", (*Iterator).Last, prev},
+		{"SeekLT(c), Prev", func(it *Iterator) bool { return it.SeekLT([]byte("c")) }, prev},
+		{"SeekGE(b), Prev", func(it *Iterator) bool { return it.SeekGE([]byte("b")) }, prev},
+		{"First, Next", (*Iterator).First, next},
+		{"SeekGE(a), Next", func(it *Iterator) bool { return it.SeekGE([]byte("a")) }, next},
+		{"SeekLT(b), Next", func(it *Iterator) bool { return it.SeekLT([]byte("b")) }, next},
+	}
+	check := func(t *testing.T, db *DB, arm func(), wantErr error) {
+		for _, w := range walks {
+			it := db.NewIter(nil)
+			arm()
+			steps := 0
+			for ok := w.start(it); ok; ok = w.step(it) {
+				if k, v := string(it.Key()), string(it.Value()); v != want[k] {
+					t.Errorf("%s: step %d on %s=%s, want %s=%s", w.name, steps, k, v, k, want[k])
+				}
+				if steps++; steps > len(want) {
+					t.Fatalf("%s: %d steps over %d keys", w.name, steps, len(want))
+				}
+			}
+			if it.Valid() {
+				t.Errorf("%s: Valid() after a move returned false", w.name)
+			}
+			if err := it.Error(); !errors.Is(err, wantErr) {
+				t.Errorf("%s: Error() = %v, want %v", w.name, err, wantErr)
+			}
+			if err := it.Close(); !errors.Is(err, wantErr) {
+				t.Errorf("%s: Close() = %v, want %v", w.name, err, wantErr)
+			}
+		}
+	}
+	t.Run("checksum mismatch", func(t *testing.T) {
+		fs, l6 := staleVersionStore(t)
+		data := readMemFile(t, fs, l6)
+		data[1] ^= 0x40 // inside data block 0, which holds a
+		writeMemFile(t, fs, l6, data)
+		db := mustOpen(t, "db", &Options{FS: fs, BlockCacheSize: -1, DisableAutomaticCompactions: true})
+		defer db.Close()
+		check(t, db, func() {}, ErrCorruption)
+	})
+	t.Run("I/O error", func(t *testing.T) {
+		fs, l6 := staleVersionStore(t)
+		efs := vfs.NewErrorFS(fs)
+		db := mustOpen(t, "db", &Options{FS: efs, BlockCacheSize: -1, DisableAutomaticCompactions: true})
+		defer db.Close()
+		// Every read of the L6 table after the first of a walk fails.
+		var reads atomic.Int64
+		efs.SetInjector(func(op vfs.Op, path string) error {
+			if op == vfs.OpRead && path == l6 && reads.Add(1) > 1 {
+				return vfs.ErrInjected
+			}
+			return nil
+		})
+		check(t, db, func() { reads.Store(0) }, vfs.ErrInjected)
+	})
+}
+
+func readMemFile(t *testing.T, fs vfs.FS, name string) []byte {
+	t.Helper()
+	f, err := fs.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, size)
+	if _, err := f.ReadAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func writeMemFile(t *testing.T, fs vfs.FS, name string, data []byte) {
+	t.Helper()
+	f, err := fs.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
