@@ -16,16 +16,25 @@ type IterOptions struct{ LowerBound, UpperBound []byte }
 // within its bounds, as of the moment it was created: later writes, flushes
 // and compactions do not disturb it (the files it reads stay on disk until it
 // is closed). Positioning methods return whether the iterator is on an entry.
-// Key and Value are valid until the next positioning call. An Iterator is for
-// one goroutine at a time; Close it when done.
+//
+// Key and Value return buffers the iterator owns and reuses: their contents
+// are valid until the next positioning call, so copy them to keep them. The
+// caller may write into them; that changes nothing for the iterator, which
+// keeps its own copy of where it is. An Iterator is for one goroutine at a
+// time; Close it when done.
 type Iterator struct {
-	db     *DB
-	iter   base.InternalIterator // merged memtables and tables
-	v      *version
-	seq    base.SeqNum
-	lower  []byte
-	upper  []byte
+	db    *DB
+	iter  base.InternalIterator // merged memtables and tables
+	v     *version
+	seq   base.SeqNum
+	lower []byte
+	upper []byte
+	// key is the current user key: where the iterator is, used to skip
+	// and to find again the versions of that key. keyOut is the copy that
+	// Key hands out, so that a caller writing into it cannot move the
+	// iterator.
 	key    []byte
+	keyOut []byte
 	value  []byte
 	valid  bool
 	err    error
@@ -178,8 +187,7 @@ func (it *Iterator) findNextEntry() bool {
 		if k.Kind() == base.KindSet {
 			it.key = append(it.key[:0], k.UserKey...)
 			it.value = append(it.value[:0], it.iter.Value()...)
-			it.valid = true
-			return true
+			return it.found()
 		}
 		// Deleted: skip every older version.
 		it.key = append(it.key[:0], k.UserKey...)
@@ -218,11 +226,17 @@ func (it *Iterator) findPrevEntry() bool {
 			break
 		}
 		if found && kind == base.KindSet {
-			it.valid = true
-			return true
+			return it.found()
 		}
 	}
 	return it.finish()
+}
+
+// found makes the entry in key and value current.
+func (it *Iterator) found() bool {
+	it.keyOut = append(it.keyOut[:0], it.key...)
+	it.valid = true
+	return true
 }
 
 func (it *Iterator) finish() bool {
@@ -235,15 +249,17 @@ func (it *Iterator) finish() bool {
 // Valid reports whether the iterator is on an entry.
 func (it *Iterator) Valid() bool { return it.valid }
 
-// Key returns the current key, valid until the next positioning call.
+// Key returns the current key, valid until the next positioning call. The
+// caller may write into it without disturbing the iterator.
 func (it *Iterator) Key() []byte {
 	if !it.valid {
 		return nil
 	}
-	return it.key
+	return it.keyOut
 }
 
 // Value returns the current value, valid until the next positioning call.
+// The caller may write into it without disturbing the iterator.
 func (it *Iterator) Value() []byte {
 	if !it.valid {
 		return nil

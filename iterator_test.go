@@ -233,3 +233,53 @@ func writeMemFile(t *testing.T, fs vfs.FS, name string, data []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestIteratorKeyWritable: writing into the slices Key and Value returned
+// does not disturb the iteration, in either direction or when turning: the
+// iterator keeps its own copy of the position (issue 9, defect 8: Next used
+// the slice Key returned to skip older versions, and looped forever).
+func TestIteratorKeyWritable(t *testing.T) {
+	db := mustOpen(t, "db", &Options{FS: vfs.NewMem()})
+	defer db.Close()
+	keys := []string{"a", "b", "c", "d"}
+	for i, k := range keys {
+		// Two versions of each key, so that Next has one to skip.
+		db.Put([]byte(k), []byte("old"))
+		db.Put([]byte(k), []byte{byte('0' + i)})
+	}
+	scribble := func(b []byte) {
+		for i := range b {
+			b[i] = 'z'
+		}
+	}
+	it := db.NewIter(nil)
+	defer it.Close()
+	var got []string
+	walk := func(ok bool, step func() bool) {
+		for steps := 0; ok; ok = step() {
+			if steps++; steps > len(keys) {
+				t.Fatalf("more than %d steps over %d keys: %v", steps, len(keys), got)
+			}
+			got = append(got, string(it.Key())+"="+string(it.Value()))
+			scribble(it.Key())
+			scribble(it.Value())
+		}
+	}
+	walk(it.First(), it.Next)
+	walk(it.Last(), it.Prev)
+	// Turn around after scribbling: Prev then Next, Next then Prev.
+	walk(it.SeekGE([]byte("c")), func() bool {
+		scribble(it.Key())
+		if !it.Prev() {
+			return false
+		}
+		scribble(it.Key())
+		it.Next()
+		scribble(it.Key())
+		return it.Next()
+	})
+	want := "[a=0 b=1 c=2 d=3 d=3 c=2 b=1 a=0 c=2 d=3]"
+	if fmt.Sprint(got) != want || it.Error() != nil {
+		t.Fatalf("got %v, %v; want %s", got, it.Error(), want)
+	}
+}
