@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -446,4 +447,55 @@ func TestOpenRemovesObsoleteFiles(t *testing.T) {
 			t.Fatalf("Get(%s) = %q, %v", k, v, err)
 		}
 	}
+}
+
+// failingFilter is a table filter that is never built, as a binary fuse
+// filter is not when no seed peels its keys.
+type failingFilter struct{}
+
+func (failingFilter) Name() string                       { return "test.failing" }
+func (failingFilter) NewWriter() base.FilterWriter       { return failingFilter{} }
+func (failingFilter) Decode([]byte) (base.Filter, error) { return nil, errors.New("no filter") }
+func (failingFilter) AddHash(uint64)                     {}
+func (failingFilter) Finish() ([]byte, error)            { return nil, errors.New("no filter for these keys") }
+
+// TestFilterBuildFails: a filter that cannot be built fails neither the
+// flush nor the compaction writing the table (nor panics in them): the table
+// is written without a filter, its properties say why, and lookups say it
+// has none.
+func TestFilterBuildFails(t *testing.T) {
+	db := mustOpen(t, "db", &Options{FS: vfs.NewMem(), FilterPolicy: UniformFilter(failingFilter{})})
+	defer db.Close()
+	for i := range 100 {
+		if err := db.Put(fmt.Appendf(nil, "k%03d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string, level int) {
+		t.Helper()
+		v := db.readState(readLatest).v
+		defer v.unref()
+		if len(v.Levels[level]) != 1 {
+			t.Fatalf("after %s: want one table in L%d", when, level)
+		}
+		props := v.tables[v.Levels[level][0].FileNum].reader.Properties()
+		if props.FilterPolicy != "" || props.FilterError != "test.failing: no filter for these keys" {
+			t.Fatalf("after %s: table has filter %q, filter error %q", when, props.FilterPolicy, props.FilterError)
+		}
+		trace, err := db.TraceGet([]byte("k042"))
+		if err != nil || string(trace.Value) != "v" {
+			t.Fatalf("after %s: Get = %q, %v", when, trace.Value, err)
+		}
+		if s := trace.Steps[len(trace.Steps)-1]; s.FilterChecked || s.Outcome != "found" {
+			t.Fatalf("after %s: lookup trace\n%s", when, trace)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	check("a flush", 0)
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	check("a compaction", 6)
 }
