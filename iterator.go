@@ -21,10 +21,14 @@ type IterOptions struct{ LowerBound, UpperBound []byte }
 // are valid until the next positioning call, so copy them to keep them. The
 // caller may write into them; that changes nothing for the iterator, which
 // keeps its own copy of where it is. An Iterator is for one goroutine at a
-// time; Close it when done.
+// time; Close it when done. Closing the DB releases the iterators still
+// open, which then return ErrClosed.
 type Iterator struct {
-	db    *DB
-	iter  base.InternalIterator // merged memtables and tables
+	db *DB // nil for an iterator that failed at its creation
+	// iter and v are the merged memtables and tables and the version that
+	// holds those tables open. They are touched only inside db.enter and
+	// db.leave, so that DB.Close can release them.
+	iter  base.InternalIterator
 	v     *version
 	seq   base.SeqNum
 	lower []byte
@@ -74,10 +78,19 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 		it.lower = bytes.Clone(opts.LowerBound)
 		it.upper = bytes.Clone(opts.UpperBound)
 	}
+	db.mu.Lock()
+	if db.iters == nil {
+		db.iters = map[*Iterator]struct{}{}
+	}
+	db.iters[it] = struct{}{}
+	db.mu.Unlock()
 	return it
 }
 
-func (it *Iterator) usable() bool {
+// enter begins a positioning call, which must end with it.db.leave() if
+// enter returns true. It returns false, with the iterator invalid, once the
+// iterator or its DB is closed (ErrClosed) or an error has stopped it.
+func (it *Iterator) enter() bool {
 	if it.closed || it.db == nil {
 		if it.err == nil {
 			it.err = ErrClosed
@@ -85,19 +98,24 @@ func (it *Iterator) usable() bool {
 		it.valid = false
 		return false
 	}
-	if it.db.closed.Load() {
-		it.err = ErrClosed
+	if err := it.db.enter(); err != nil {
+		it.err = err
 		it.valid = false
 		return false
 	}
-	return it.err == nil
+	if it.err != nil {
+		it.db.leave()
+		return false
+	}
+	return true
 }
 
 // First moves to the first key at or after the lower bound.
 func (it *Iterator) First() bool {
-	if !it.usable() {
+	if !it.enter() {
 		return false
 	}
+	defer it.db.leave()
 	if it.lower != nil {
 		it.iter.SeekGE(it.lower)
 	} else {
@@ -108,9 +126,10 @@ func (it *Iterator) First() bool {
 
 // Last moves to the last key before the upper bound.
 func (it *Iterator) Last() bool {
-	if !it.usable() {
+	if !it.enter() {
 		return false
 	}
+	defer it.db.leave()
 	if it.upper != nil {
 		it.iter.SeekLT(it.upper)
 	} else {
@@ -121,9 +140,10 @@ func (it *Iterator) Last() bool {
 
 // SeekGE moves to the first key >= key (and >= the lower bound).
 func (it *Iterator) SeekGE(key []byte) bool {
-	if !it.usable() {
+	if !it.enter() {
 		return false
 	}
+	defer it.db.leave()
 	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
 		key = it.lower
 	}
@@ -133,9 +153,10 @@ func (it *Iterator) SeekGE(key []byte) bool {
 
 // SeekLT moves to the last key < key (and < the upper bound).
 func (it *Iterator) SeekLT(key []byte) bool {
-	if !it.usable() {
+	if !it.enter() {
 		return false
 	}
+	defer it.db.leave()
 	if it.upper != nil && bytes.Compare(key, it.upper) > 0 {
 		key = it.upper
 	}
@@ -145,9 +166,10 @@ func (it *Iterator) SeekLT(key []byte) bool {
 
 // Next moves to the next key.
 func (it *Iterator) Next() bool {
-	if !it.usable() || !it.valid {
+	if !it.valid || !it.enter() {
 		return false
 	}
+	defer it.db.leave()
 	if it.reverse {
 		// The internal iterator is before the current key: step back
 		// onto its versions.
@@ -160,9 +182,10 @@ func (it *Iterator) Next() bool {
 
 // Prev moves to the previous key.
 func (it *Iterator) Prev() bool {
-	if !it.usable() || !it.valid {
+	if !it.valid || !it.enter() {
 		return false
 	}
+	defer it.db.leave()
 	if !it.reverse {
 		it.iter.SeekLT(it.key)
 	}
@@ -271,24 +294,41 @@ func (it *Iterator) Value() []byte {
 func (it *Iterator) Error() error { return it.err }
 
 // Close releases the iterator's files and returns its error, if any.
-// Closing twice, or after the DB was closed, returns ErrClosed.
+// Closing twice returns ErrClosed, and so does closing after the DB was
+// closed, which released the iterator already.
 func (it *Iterator) Close() error {
 	if it.closed {
 		return ErrClosed
 	}
 	it.closed = true
 	it.valid = false
-	if it.iter == nil {
+	if it.db == nil {
 		return it.err
 	}
-	if err := it.iter.Close(); err != nil && it.err == nil {
+	if err := it.db.enter(); err != nil {
+		if it.err == nil {
+			it.err = err
+		}
+		return it.err
+	}
+	defer it.db.leave()
+	if err := it.release(); err != nil && it.err == nil {
 		it.err = err
 	}
-	it.v.unref()
-	if it.err == nil && it.db.closed.Load() {
-		it.err = ErrClosed
-	}
+	it.db.mu.Lock()
+	delete(it.db.iters, it)
+	it.db.mu.Unlock()
 	return it.err
+}
+
+// release closes the internal iterator and drops the version, returning the
+// internal iterator's error. It runs once: from Close, or from DB.Close for
+// an iterator left open.
+func (it *Iterator) release() error {
+	err := it.iter.Close()
+	it.v.unref()
+	it.iter, it.v = nil, nil
+	return err
 }
 
 // levelIter iterates over the sorted, disjoint tables of one level >= 1 as
