@@ -223,7 +223,7 @@ func (db *DB) getFromTable(v *version, level int, fileNum uint64, key []byte, se
 	}
 	val, kind, ok, err := t.reader.Get(key, seq, st)
 	if trace != nil {
-		trace.table(level, t.meta, st, ok, kind)
+		trace.table(level, t.meta, t.reader.Properties(), st, ok, kind)
 	}
 	return val, kind, ok, err
 }

@@ -486,8 +486,12 @@ func TestFilterBuildFails(t *testing.T) {
 		if err != nil || string(trace.Value) != "v" {
 			t.Fatalf("after %s: Get = %q, %v", when, trace.Value, err)
 		}
-		if s := trace.Steps[len(trace.Steps)-1]; s.FilterChecked || s.Outcome != "found" {
+		if s := trace.Steps[len(trace.Steps)-1]; s.FilterChecked || s.Outcome != "found" || s.FilterError == "" {
 			t.Fatalf("after %s: lookup trace\n%s", when, trace)
+		}
+		trace, err = db.TraceGet([]byte("k042x"))
+		if err != nil || !strings.Contains(trace.String(), "no filter (test.failing: no filter for these keys); not in the table") {
+			t.Fatalf("after %s: lookup of an absent key: %v\n%s", when, err, trace)
 		}
 	}
 	if err := db.Flush(); err != nil {
