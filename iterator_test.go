@@ -3,9 +3,11 @@ package shale
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -282,4 +284,107 @@ func TestIteratorKeyWritable(t *testing.T) {
 	if fmt.Sprint(got) != want || it.Error() != nil {
 		t.Fatalf("got %v, %v; want %s", got, it.Error(), want)
 	}
+}
+
+// TestIteratorReadErrorSweep fails each block read of a random walk in
+// turn, once, over data in the memtable, L0 and L6 with overwrites and
+// deletes: every move before the failure agrees with the model, the move
+// that meets it returns false with Error() set, and so does every move
+// after it (an error is not forgotten when the next read succeeds).
+func TestIteratorReadErrorSweep(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	efs := vfs.NewErrorFS(vfs.NewMem())
+	db := mustOpen(t, "db", &Options{FS: efs, MemTableSize: 2 << 10, BlockSize: 64, BlockCacheSize: -1,
+		DisableAutomaticCompactions: true})
+	defer db.Close()
+	model := map[string]string{}
+	key := func() string { return fmt.Sprintf("k%02d", rng.IntN(40)) }
+	for i := range 300 {
+		k := key()
+		if rng.IntN(4) == 0 {
+			db.Delete([]byte(k))
+			delete(model, k)
+		} else {
+			v := fmt.Sprintf("v%d", i)
+			db.Put([]byte(k), []byte(v))
+			model[k] = v
+		}
+		switch i {
+		case 100:
+			db.Compact()
+		case 200, 250:
+			db.Flush()
+		}
+	}
+	keys := slices.Sorted(maps.Keys(model))
+	type op struct {
+		name string
+		key  string
+	}
+	var ops []op
+	for range 100 {
+		ops = append(ops, op{[]string{"first", "last", "seek-ge", "seek-lt", "next", "prev", "next", "prev"}[rng.IntN(8)], key()})
+	}
+	// walk runs ops on a new iterator and returns the number of block
+	// reads it made.
+	walk := func(failAt int64) int64 {
+		var reads atomic.Int64
+		efs.SetInjector(func(o vfs.Op, path string) error {
+			if o == vfs.OpRead && strings.HasSuffix(path, ".sst") && reads.Add(1) == failAt {
+				return vfs.ErrInjected
+			}
+			return nil
+		})
+		defer efs.SetInjector(nil)
+		it := db.NewIter(nil)
+		pos := -1
+		failed := false
+		for i, o := range ops {
+			var ok bool
+			switch o.name {
+			case "first":
+				ok, pos = it.First(), 0
+			case "last":
+				ok, pos = it.Last(), len(keys)-1
+			case "seek-ge":
+				ok, pos = it.SeekGE([]byte(o.key)), sort.SearchStrings(keys, o.key)
+			case "seek-lt":
+				ok, pos = it.SeekLT([]byte(o.key)), sort.SearchStrings(keys, o.key)-1
+			case "next", "prev":
+				if pos < 0 || pos >= len(keys) {
+					continue // off the end: the model needs a seek
+				}
+				if o.name == "next" {
+					ok, pos = it.Next(), pos+1
+				} else {
+					ok, pos = it.Prev(), pos-1
+				}
+			}
+			want := pos >= 0 && pos < len(keys) && !failed
+			switch {
+			case ok && (!want || string(it.Key()) != keys[pos] || string(it.Value()) != model[keys[pos]]):
+				t.Fatalf("read %d fails: op %d %s %s: on %s=%s, want ok=%v at %d of %v",
+					failAt, i, o.name, o.key, it.Key(), it.Value(), want, pos, keys)
+			case !ok && want:
+				if !errors.Is(it.Error(), vfs.ErrInjected) {
+					t.Fatalf("read %d fails: op %d %s %s: not positioned, Error() = %v", failAt, i, o.name, o.key, it.Error())
+				}
+				failed = true
+			case !ok && failed && !errors.Is(it.Error(), vfs.ErrInjected):
+				t.Fatalf("read %d fails: op %d after the failure: Error() = %v", failAt, i, it.Error())
+			}
+		}
+		if err := it.Close(); failed != (err != nil) {
+			t.Fatalf("read %d fails: Close() = %v after a walk that failed: %v", failAt, err, failed)
+		}
+		return reads.Load()
+	}
+	n := walk(0)
+	if n < 50 {
+		t.Fatalf("the walk reads only %d blocks", n)
+	}
+	for failAt := int64(1); failAt <= n; failAt++ {
+		walk(failAt)
+	}
+	t.Logf("%d ops, %d keys, %d read failures swept", len(ops), len(keys), n)
 }
