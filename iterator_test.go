@@ -322,7 +322,7 @@ func TestIteratorReadErrorSweep(t *testing.T) {
 		key  string
 	}
 	var ops []op
-	for range 100 {
+	for range 60 {
 		ops = append(ops, op{[]string{"first", "last", "seek-ge", "seek-lt", "next", "prev", "next", "prev"}[rng.IntN(8)], key()})
 	}
 	// walk runs ops on a new iterator and returns the number of block
@@ -380,7 +380,7 @@ func TestIteratorReadErrorSweep(t *testing.T) {
 		return reads.Load()
 	}
 	n := walk(0)
-	if n < 50 {
+	if n < 100 {
 		t.Fatalf("the walk reads only %d blocks", n)
 	}
 	for failAt := int64(1); failAt <= n; failAt++ {
