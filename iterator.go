@@ -24,7 +24,7 @@ type IterOptions struct{ LowerBound, UpperBound []byte }
 // time; Close it when done. Closing the DB releases the iterators still
 // open, which then return ErrClosed.
 type Iterator struct {
-	db *DB // nil for an iterator that failed at its creation
+	db *DB // nil for an iterator that failed at its creation, with err set
 	// iter and v are the merged memtables and tables and the version that
 	// holds those tables open. They are touched only inside db.enter and
 	// db.leave, so that DB.Close can release them.
@@ -88,23 +88,18 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 }
 
 // enter begins a positioning call, which must end with it.db.leave() if
-// enter returns true. It returns false, with the iterator invalid, once the
-// iterator or its DB is closed (ErrClosed) or an error has stopped it.
+// enter returns true. It returns false, with the iterator invalid, once an
+// error has stopped the iterator, or it or its DB is closed (ErrClosed).
 func (it *Iterator) enter() bool {
-	if it.closed || it.db == nil {
-		if it.err == nil {
-			it.err = ErrClosed
-		}
-		it.valid = false
-		return false
-	}
-	if err := it.db.enter(); err != nil {
-		it.err = err
-		it.valid = false
-		return false
+	switch {
+	case it.err != nil:
+	case it.closed:
+		it.err = ErrClosed
+	default:
+		it.err = it.db.enter()
 	}
 	if it.err != nil {
-		it.db.leave()
+		it.valid = false
 		return false
 	}
 	return true
