@@ -15,6 +15,7 @@ package shale
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -80,6 +81,10 @@ type DB struct {
 	snapshots   snapshotList
 	bgErr       error // sticky: a failed flush, compaction or WAL write
 	pickCursor  compaction.Cursor
+
+	// iters are the open iterators, which Close releases if their owners
+	// did not; nil until the first. Guarded by mu.
+	iters map[*Iterator]struct{}
 
 	// manifestMu serialises version changes (logAndApply).
 	manifestMu   sync.Mutex
@@ -225,7 +230,7 @@ func (db *DB) getFromTable(v *version, level int, fileNum uint64, key []byte, se
 	}
 	val, kind, ok, err := t.reader.Get(key, seq, st)
 	if trace != nil {
-		trace.table(level, t.meta, st, ok, kind)
+		trace.table(level, t.meta, t.reader.Properties(), st, ok, kind)
 	}
 	return val, kind, ok, err
 }
@@ -310,7 +315,9 @@ func (db *DB) flush() error {
 
 // Close waits for background work, syncs the WAL, closes every file and
 // releases the lock. Calls after Close return ErrClosed. Iterators and
-// snapshots should be closed first.
+// snapshots should be closed first: those still open are released all the
+// same, return ErrClosed from then on, and Close returns an error that
+// counts them.
 func (db *DB) Close() error {
 	db.closeMu.Lock()
 	if db.closed.Swap(true) {
@@ -340,6 +347,13 @@ func (db *DB) Close() error {
 			err = e
 		}
 	}
+	if n, m := len(db.iters), len(db.snapshots); n+m > 0 {
+		err = errors.Join(err, fmt.Errorf("shale: Close: left open: iterators %d, snapshots %d (released; they now return ErrClosed)", n, m))
+	}
+	for it := range db.iters {
+		it.release() // its error is for its Close, which now says ErrClosed
+	}
+	db.iters = nil
 	db.current.unref()
 	db.releaseRetired(true)
 	if e := db.lock.Close(); err == nil {

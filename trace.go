@@ -32,6 +32,9 @@ type TraceStep struct {
 	FilterChecked     bool
 	FilterSkipped     bool // the filter said "definitely not": no I/O
 	FalsePositive     bool // the filter said "maybe" and the table did not hold the key
+	// FilterError says why the table has no filter although its writer was
+	// given one: the filter's name and why it could not be built.
+	FilterError string
 }
 
 // TraceGet looks key up like Get and returns the path the lookup took. A key
@@ -101,8 +104,9 @@ func (t *LookupTrace) rangeSkip(level int, m *manifest.FileMeta) {
 	t.Steps = append(t.Steps, s)
 }
 
-func (t *LookupTrace) table(level int, m *manifest.FileMeta, st *sstable.GetTrace, ok bool, kind base.Kind) {
+func (t *LookupTrace) table(level int, m *manifest.FileMeta, props *sstable.Properties, st *sstable.GetTrace, ok bool, kind base.Kind) {
 	s := tableStep(level, m)
+	s.FilterError = props.FilterError
 	s.FilterChecked = st.FilterChecked
 	s.FilterSkipped = st.FilterChecked && !st.FilterMayContain
 	s.BlocksFromDisk = st.BlocksFromDisk
@@ -119,6 +123,8 @@ func (t *LookupTrace) table(level int, m *manifest.FileMeta, st *sstable.GetTrac
 		if s.FalsePositive {
 			s.Outcome += " (a false positive)"
 		}
+	case s.FilterError != "":
+		s.Outcome = fmt.Sprintf("no filter (%s); not in the table", s.FilterError)
 	default:
 		s.Outcome = "no filter; not in the table"
 	}
