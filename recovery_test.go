@@ -504,40 +504,6 @@ func TestRotationSyncFailure(t *testing.T) {
 	wantData(t, db, want)
 }
 
-// countingFS counts the files open on it.
-type countingFS struct {
-	vfs.FS
-	open int
-}
-
-type countedFile struct {
-	vfs.File
-	fs *countingFS
-}
-
-func (f countedFile) Close() error {
-	f.fs.open--
-	return f.File.Close()
-}
-
-func (c *countingFS) Create(name string) (vfs.File, error) {
-	f, err := c.FS.Create(name)
-	if err != nil {
-		return nil, err
-	}
-	c.open++
-	return countedFile{f, c}, nil
-}
-
-func (c *countingFS) Open(name string) (vfs.File, error) {
-	f, err := c.FS.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	c.open++
-	return countedFile{f, c}, nil
-}
-
 // TestFailedOpenClosesFiles: an Open that fails after its recovery flush
 // closes the new table with everything else.
 func TestFailedOpenClosesFiles(t *testing.T) {
@@ -553,12 +519,12 @@ func TestFailedOpenClosesFiles(t *testing.T) {
 		}
 		return nil
 	})
-	cfs := &countingFS{FS: efs}
+	cfs := &openFilesFS{FS: efs}
 	if _, err := Open("db", &Options{FS: cfs}); !errors.Is(err, vfs.ErrInjected) {
 		t.Fatalf("Open: %v, want the injected error", err)
 	}
-	if cfs.open != 0 {
-		t.Fatalf("%d files left open by a failed Open", cfs.open)
+	if n := cfs.open.Load(); n != 0 {
+		t.Fatalf("%d files left open by a failed Open", n)
 	}
 }
 
