@@ -342,6 +342,9 @@ func (r *Reader) damaged(off int64, reason string) error {
 		if p == 0 {
 			r.chain(note)
 		}
+		if r.version == 2 && found != nil || r.version == 1 && v1Start >= 0 {
+			break // decided: nothing further can change the verdict
+		}
 		if r.last {
 			r.lastCommit(note)
 			break
