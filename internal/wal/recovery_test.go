@@ -257,42 +257,57 @@ func TestBitFlips(t *testing.T) {
 	v1 := sizedRecords(0, 100, 40000, 7, 25384, 70000, 0, 33, 50000)
 	v2 := sizedRecords(0, 100, 40000, 25342, 25384, 70000, 0, 33, 50000, 20, 10)
 	groups := []int{2, 1, 2, 1, 3, 1, 1}
+	// Small logs, every bit of which is flipped.
+	small := sizedRecords(0, 1, 50, 7, 0, 200, 3)
+	smallGroups := []int{1, 3, 2, 1}
 	for _, tc := range []struct {
 		name    string
 		log     []byte
 		records [][]byte
+		stride  int // see checkFlips
 	}{
-		{"v1", writeV1(v1), v1},
-		{"v2 synced", groupedLog(t, v2, groups, true, false), v2},
-		{"v2 not synced", groupedLog(t, v2, groups, false, false), v2},
-		{"v2 ended", groupedLog(t, v2, groups, false, true), v2},
+		{"v1", writeV1(v1), v1, 101},
+		{"v2 synced", groupedLog(t, v2, groups, true, false), v2, 101},
+		{"v2 not synced", groupedLog(t, v2, groups, false, false), v2, 101},
+		{"v2 ended", groupedLog(t, v2, groups, false, true), v2, 101},
+		{"v1 small", writeV1(small), small, 0},
+		{"v2 small synced", groupedLog(t, small, smallGroups, true, false), small, 0},
+		{"v2 small ended", groupedLog(t, small, smallGroups, false, true), small, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			newSample(t, tc.log, tc.records).checkFlips(t)
+			newSample(t, tc.log, tc.records).checkFlips(t, tc.stride)
 		})
 	}
 }
 
-func (s sample) checkFlips(t *testing.T) {
+// checkFlips flips a bit of every byte of the fragment headers and of the
+// padding, and of one byte every stride bytes of the payloads; with stride
+// 0, every bit of the log. It checks how the Reader classifies each. A
+// sample with a stride must have padding.
+func (s sample) checkFlips(t *testing.T, stride int) {
 	type flip struct{ off, bit int }
 	var flips []flip
 	padding, corrupt := 0, 0
 	for _, f := range s.frags {
 		n := headerSize
-		if f.padding {
+		if f.padding || stride == 0 {
 			n = f.size
+		}
+		if f.padding {
 			padding += n
 		}
 		for i := f.off; i < f.off+n; i++ {
 			for bit := range 8 {
-				flips = append(flips, flip{i, bit})
+				if stride == 0 || bit == i%8 {
+					flips = append(flips, flip{i, bit})
+				}
 			}
 		}
-		for i := f.off + n; i < f.off+f.size; i += 257 {
+		for i := f.off + n; i < f.off+f.size; i += stride {
 			flips = append(flips, flip{i, i % 8})
 		}
 	}
-	if padding == 0 {
+	if padding == 0 && stride > 0 {
 		t.Fatal("the log has no padding to flip")
 	}
 

@@ -36,8 +36,10 @@
 //	10  MIDDLE  a middle part
 //	11  LAST    the last part
 //
-// The log starts with a LOG fragment at offset 0 (11 bytes), written with
-// the first group. Then come groups: a group is what one WriteGroup (or
+// Record fragments have types of their own, distinct from version 1's, so
+// that every intact fragment tells its version even when the LOG fragment is
+// damaged. The log starts with a LOG fragment at offset 0 (11 bytes),
+// written with the first group. Then come groups: a group is what one WriteGroup (or
 // WriteRecord) call writes, in one write call to the file: its records, then
 // a COMMIT fragment (19 bytes) giving their count and the synced offset, the
 // log size that the Writer's last successful Sync covered when the group was
@@ -106,7 +108,8 @@
 // last 1 to 6 bytes as zero padding (a record can start with 7 bytes left).
 // They are read with the version 1 rule, described on Reader.
 //
-// A log whose LOG fragment gives another version is refused with a
+// A later version starts its logs with a LOG fragment giving its number. A
+// log whose LOG fragment gives a version other than 2 is refused with a
 // corruption error naming that version; a reader never guesses at a format
 // it does not know.
 package wal
@@ -176,7 +179,7 @@ var (
 // Writer appends records to a log. It is not safe for concurrent use: the
 // DB's commit leader is its only user at a time.
 //
-// Each group of records, with its header and any padding, goes to the file
+// Each group of records, with its COMMIT and any padding, goes to the file
 // in one f.Write call, so a group commit costs one write and one Sync. After
 // a Write or Sync of the file fails, the Writer refuses all further writes
 // and returns that error: the file may end in part of a group, and appending
