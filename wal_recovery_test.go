@@ -3,6 +3,8 @@ package shale
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -196,4 +198,36 @@ func readMemFile(t *testing.T, fs vfs.FS, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestOpenV1Store opens a store written by the previous format (WAL and
+// MANIFEST framing version 1, before groups and end markers): keys 0-99
+// flushed to a table, keys 50-149 rewritten in the WAL, key 0 deleted, then
+// closed. It must open with its data, and again after this version rewrote
+// its files. The store lives in testdata/.v1store (hidden, so that
+// TestDataDriven's walk of testdata skips it).
+func TestOpenV1Store(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", ".v1store"))); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		db := mustOpen(t, dir, nil)
+		for i := range 150 {
+			want := fmt.Sprintf("flushed%03d", i)
+			if i >= 50 {
+				want = fmt.Sprintf("logged%03d", i)
+			}
+			got, err := db.Get(fmt.Appendf(nil, "key%03d", i))
+			switch {
+			case i == 0 && !errors.Is(err, ErrNotFound):
+				t.Fatalf("key000: got %q, %v; want it deleted", got, err)
+			case i > 0 && (err != nil || string(got) != want):
+				t.Fatalf("key%03d: got %q, %v; want %q", i, got, err, want)
+			}
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
