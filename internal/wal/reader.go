@@ -20,8 +20,11 @@ import (
 // A fragment is bad when its header is cut off by the end of the file, is all
 // zeros, or gives a length that overruns the block or the file, or when its
 // checksum does not match; and also when it is an intact MIDDLE or LAST
-// fragment with no FIRST before it. A record is cut off when the file ends
-// after its FIRST fragment and before its LAST.
+// fragment with no FIRST before it. In both versions a record cut off by the
+// end of the file (after its FIRST fragment, before its LAST) is a torn
+// tail, and an intact FULL or FIRST fragment in place of a record's next
+// MIDDLE or LAST is corruption at the interrupted record's start: the Writer
+// never abandons a record and then writes another.
 //
 // In a version 2 log (see the package doc):
 //
@@ -48,7 +51,7 @@ import (
 //
 // When the first fragment of a log is bad, its version is unknown: it is
 // taken as version 2 if an intact fragment of a version 2 type is found on
-// the chains after it (or an END at the end of the file), else as version 1.
+// the chains after it (or a COMMIT or END ends the file), else as version 1.
 //
 // After Next returns io.EOF, TornTail says whether the log ended in a torn
 // tail and where the intact log ends, for the DB to report.
