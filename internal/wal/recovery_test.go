@@ -48,6 +48,25 @@ func newSample(t testing.TB, log []byte, records [][]byte) sample {
 	return s
 }
 
+// cut returns the sample s cut to its first c bytes, as a crash that tore
+// the last write leaves it: the fragments, records and spans that end by c.
+func (s sample) cut(c int) sample {
+	t := sample{log: s.log[:c]}
+	for _, f := range s.frags {
+		if f.off+f.size <= c {
+			t.frags = append(t.frags, f)
+		}
+	}
+	for i, sp := range s.spans {
+		if sp.end <= c {
+			t.spans = append(t.spans, sp)
+			t.records = append(t.records, s.records[i])
+		}
+	}
+	t.ended = s.ended && c == len(s.log)
+	return t
+}
+
 // v1 reports whether the sample is a version 1 log.
 func (s sample) v1() bool { return len(s.frags) > 0 && s.frags[0].typ != typeLog }
 
@@ -65,6 +84,7 @@ func (s sample) recordsBefore(o int) int {
 // (version 2), with nothing of a later fragment left but padding.
 func (s sample) cleanCut(c int) bool {
 	open := false // the cut is inside a record (version 1) or a group
+	covered := 0  // the end of the sample's fragments before c
 	for _, f := range s.frags {
 		if f.off >= c {
 			break
@@ -72,6 +92,7 @@ func (s sample) cleanCut(c int) bool {
 		if f.off+f.size > c && !f.padding {
 			return false // c cuts this fragment
 		}
+		covered = f.off + f.size
 		switch {
 		case f.padding:
 		case f.typ == typeCommit || f.typ == typeEnd || f.typ == typeFull1 || f.typ == typeLast1:
@@ -80,16 +101,16 @@ func (s sample) cleanCut(c int) bool {
 			open = true
 		}
 	}
-	return !open
+	return !open && covered >= c // else c cuts a fragment a cut sample lacks
 }
 
 // claim returns the offset of a COMMIT or END that a reader finds after
 // damage at offset o and that records a sync past o: one in a later block,
-// or the one that ends the log. It returns -1 if there is none.
+// or the one that ends the file. It returns -1 if there is none.
 func (s sample) claim(o int) int {
-	for i, f := range s.frags {
+	for _, f := range s.frags {
 		if f.isHeader() && f.off > o && f.synced() > o &&
-			(f.off/blockSize > o/blockSize || i == len(s.frags)-1) {
+			(f.off/blockSize > o/blockSize || f.off+f.size == len(s.log)) {
 			return f.off
 		}
 	}
@@ -264,18 +285,27 @@ func TestBitFlips(t *testing.T) {
 		name    string
 		log     []byte
 		records [][]byte
-		stride  int // see checkFlips
+		stride  int // see checkFlips; negative: of the log cut in its last group
 	}{
 		{"v1", writeV1(v1), v1, 101},
 		{"v2 synced", groupedLog(t, v2, groups, true, false), v2, 101},
 		{"v2 not synced", groupedLog(t, v2, groups, false, false), v2, 101},
 		{"v2 ended", groupedLog(t, v2, groups, false, true), v2, 101},
+		{"v2 synced, last write torn", groupedLog(t, v2, groups, true, false), v2, -101},
 		{"v1 small", writeV1(small), small, 0},
 		{"v2 small synced", groupedLog(t, small, smallGroups, true, false), small, 0},
 		{"v2 small ended", groupedLog(t, small, smallGroups, false, true), small, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			newSample(t, tc.log, tc.records).checkFlips(t, tc.stride)
+			s := newSample(t, tc.log, tc.records)
+			if tc.stride < 0 {
+				// Cut in the middle of the last group's second-last record:
+				// the reader must find the claims on the chains from block
+				// starts, as no COMMIT ends the file.
+				last := s.spans[len(s.spans)-2]
+				s, tc.stride = s.cut((last.start+last.end)/2), -tc.stride
+			}
+			s.checkFlips(t, tc.stride)
 		})
 	}
 }
@@ -328,6 +358,8 @@ func (s sample) checkFlips(t *testing.T, stride int) {
 		var ce *base.CorruptionError
 		isCorrupt := errors.As(res.err, &ce) && errors.Is(res.err, base.ErrCorruption)
 		switch {
+		case hit.padding && !s.cleanCut(len(s.log)):
+			s.checkTorn(t, what, res, len(s.records))
 		case hit.padding:
 			checkRecords(t, what, res.records, s.records)
 			if res.err != io.EOF || res.torn || res.ended != s.ended {
