@@ -22,9 +22,10 @@ type commitResult struct {
 
 // commit runs w through the group commit pipeline. Writers queue up; one of
 // them, the leader, takes the whole queue, writes its batches to the WAL as
-// one group (one write call), syncs the log once for the group, applies the batches to the memtable and
-// publishes the new sequence number, then hands leadership to the next
-// waiting writer. So N concurrent writers share one fsync.
+// one group (one write call), syncs the log once for the group, applies the
+// batches to the memtable and publishes the new sequence number, then hands
+// leadership to the next waiting writer. So N concurrent writers share one
+// write and one fsync.
 func (db *DB) commit(w *pendingWrite) error {
 	w.wake = make(chan commitResult, 1)
 	db.commitMu.Lock()

@@ -64,7 +64,7 @@ type DB struct {
 	commitMu sync.Mutex
 	queue    []*pendingWrite
 	leading  bool
-	walRecs  [][]byte // the WAL records of the group being committed; reused by the leader
+	walRecs  [][]byte // the WAL records of the group being committed (commit leader only; reused)
 
 	// mu guards everything below and is the lock of cond, which is
 	// broadcast whenever a flush or compaction finishes or bgErr is set.
@@ -304,8 +304,8 @@ func (db *DB) flush() error {
 
 // Close waits for background work, marks the end of the WAL and of the
 // MANIFEST (so that the next Open knows they were closed cleanly), closes
-// every file and releases the lock. Calls after Close return ErrClosed. Iterators and
-// snapshots should be closed first.
+// every file and releases the lock. Calls after Close return ErrClosed.
+// Iterators and snapshots should be closed first.
 func (db *DB) Close() error {
 	db.closeMu.Lock()
 	if db.closed.Swap(true) {
