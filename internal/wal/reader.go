@@ -214,7 +214,7 @@ func (r *Reader) readVersion(f fragment) error {
 // an END it returns io.EOF.
 func (r *Reader) commit(f fragment, start int64) error {
 	what := typeName(f.typ)
-	synced, n, ok := parseHeader(f.typ, f.payload)
+	synced, n, ok := parseCommit(f.typ, f.payload)
 	switch {
 	case !ok:
 		return base.CorruptionErrorf(r.file, f.off, "%s fragment of %d bytes", what, len(f.payload))
@@ -233,9 +233,9 @@ func (r *Reader) commit(f fragment, start int64) error {
 	return nil
 }
 
-// parseHeader decodes the payload of a COMMIT or END fragment: the synced
+// parseCommit decodes the payload of a COMMIT or END fragment: the synced
 // offset and, for a COMMIT, the record count (an END's is 0).
-func parseHeader(typ byte, p []byte) (synced int64, n int, ok bool) {
+func parseCommit(typ byte, p []byte) (synced int64, n int, ok bool) {
 	switch {
 	case typ == typeCommit && len(p) == commitSize-headerSize:
 		n = int(binary.LittleEndian.Uint32(p[8:]))
@@ -320,7 +320,7 @@ func (r *Reader) nextBlock() error {
 
 // claim is a COMMIT or END found after damage.
 type claim struct {
-	off    int64 // offset of the header
+	off    int64 // its offset
 	typ    byte
 	synced int64
 }
@@ -380,7 +380,7 @@ func (r *Reader) chain(note func(claim)) {
 		}
 		if typ >= typeLog && typ <= typeLast {
 			c := claim{off: r.blockOff + int64(p), typ: typ, synced: -1}
-			if synced, _, ok := parseHeader(typ, payload); ok {
+			if synced, _, ok := parseCommit(typ, payload); ok {
 				c.synced = synced
 			}
 			note(c)
@@ -401,7 +401,7 @@ func (r *Reader) lastCommit(note func(claim)) {
 		if bad != "" || typ != typeCommit && typ != typeEnd {
 			continue
 		}
-		if synced, _, ok := parseHeader(typ, payload); ok && headerSize+len(payload) == size {
+		if synced, _, ok := parseCommit(typ, payload); ok && headerSize+len(payload) == size {
 			note(claim{off: r.blockOff + int64(p), typ: typ, synced: synced})
 		}
 	}

@@ -109,7 +109,7 @@ func (s sample) cleanCut(c int) bool {
 // or the one that ends the file. It returns -1 if there is none.
 func (s sample) claim(o int) int {
 	for _, f := range s.frags {
-		if f.isHeader() && f.off > o && f.synced() > o &&
+		if f.isCommit() && f.off > o && f.synced() > o &&
 			(f.off/blockSize > o/blockSize || f.off+f.size == len(s.log)) {
 			return f.off
 		}
@@ -269,7 +269,7 @@ func lastRecord(s sample) int {
 // with MarkEnd. A flip in the padding changes nothing. In a version 1 log a
 // flip in the last record is a torn tail and anywhere else corruption at the
 // damaged record. In a version 2 log a flip in the fragment at offset o is
-// corruption at o if a header the reader can find after o records a sync
+// corruption at o if a COMMIT or END the reader can find after o records a sync
 // past o, and a torn tail otherwise. In every case the records read before
 // the end are exactly the records written before the damage.
 func TestBitFlips(t *testing.T) {
@@ -377,7 +377,7 @@ func (s sample) checkFlips(t *testing.T, stride int) {
 		case s.claim(hit.off) >= 0:
 			checkRecords(t, what, res.records, s.records[:k])
 			if !isCorrupt || ce.File != testFile || ce.Offset != int64(hit.off) {
-				t.Fatalf("%s: ended with %v; want corruption in %s at offset %d (the header at %d claims it synced)",
+				t.Fatalf("%s: ended with %v; want corruption in %s at offset %d (the COMMIT or END at %d claims it synced)",
 					what, res.err, testFile, hit.off, s.claim(hit.off))
 			}
 			corrupt++

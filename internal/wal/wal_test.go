@@ -27,8 +27,7 @@ const testFile = "000001.log"
 //	                      string without spaces; a group of one is written
 //	                      with WriteRecord, a larger one with WriteGroup.
 //	                      Prints the fragment layout: offset, type, payload
-//	                      length, and the synced offset and record count of
-//	                      headers
+//	                      length, and what a LOG, COMMIT or END says
 //	write-v1              write a version 1 log, as the previous Writer did:
 //	                      one record per line
 //	hexdump               the log's bytes, 16 to a line
@@ -307,10 +306,10 @@ func (f frag) isStart() bool {
 	return false
 }
 
-// isHeader reports whether f is a GROUP or an END.
-func (f frag) isHeader() bool { return !f.padding && (f.typ == typeCommit || f.typ == typeEnd) }
+// isCommit reports whether f is a COMMIT or an END.
+func (f frag) isCommit() bool { return !f.padding && (f.typ == typeCommit || f.typ == typeEnd) }
 
-// synced returns the synced offset of a GROUP or END.
+// synced returns the synced offset of a COMMIT or END.
 func (f frag) synced() int { return int(binary.LittleEndian.Uint64(f.payload)) }
 
 // walk splits a log written by a Writer (of either version, told by its
@@ -360,7 +359,7 @@ func recordStarts(log []byte) []int64 {
 }
 
 // dump prints the layout of log: offset, type and payload length of each
-// fragment (with the version, synced offset and record count of headers),
+// fragment (with what a LOG, COMMIT or END says),
 // the padding, and where the bytes stop making sense.
 func dump(log []byte) string {
 	var b strings.Builder
