@@ -93,9 +93,10 @@
 // bad fragment or the end of the block. And it reads the COMMIT or END that
 // ends the file, if the last write completed. The limits: fragments in o's
 // own block after o cannot be found, because o's damage may have hidden
-// where the next fragment starts; so damage to synced bytes of the last
-// block goes unreported (the log is cut there) when the last write was torn,
-// or when it lies in the last group. A torn write whose last bytes imitate a
+// where the next fragment starts. So damage to synced bytes goes unreported,
+// and the log is cut there, when it lies in the last group (whose COMMIT
+// claims only what was synced before the group), or when the last write was
+// torn and no later block holds a COMMIT claiming it. A torn write whose last bytes imitate a
 // COMMIT or END at that very offset, or stale bytes that a file system left
 // at a block start (rather than zeros) holding an old log's fragments, can
 // give a false alarm, never lost data.
