@@ -21,10 +21,11 @@ type commitResult struct {
 }
 
 // commit runs w through the group commit pipeline. Writers queue up; one of
-// them, the leader, takes the whole queue, writes one WAL record per batch,
-// syncs the log once for the group, applies the batches to the memtable and
-// publishes the new sequence number, then hands leadership to the next
-// waiting writer. So N concurrent writers share one fsync.
+// them, the leader, takes the whole queue, writes its batches to the WAL as
+// one group (one write call), syncs the log once for the group, applies the
+// batches to the memtable and publishes the new sequence number, then hands
+// leadership to the next waiting writer. So N concurrent writers share one
+// write and one fsync.
 func (db *DB) commit(w *pendingWrite) error {
 	w.wake = make(chan commitResult, 1)
 	db.commitMu.Lock()
@@ -63,7 +64,8 @@ func (db *DB) commit(w *pendingWrite) error {
 }
 
 // commitGroup writes a group of batches: room in the memtable, sequence
-// numbers, WAL records, one sync, memtable inserts, then visibility.
+// numbers, one WAL group (a record per batch, one write call), one sync,
+// memtable inserts, then visibility.
 func (db *DB) commitGroup(group []*pendingWrite) error {
 	writes, force := false, false
 	for _, w := range group {
@@ -91,14 +93,18 @@ func (db *DB) commitGroup(group []*pendingWrite) error {
 		return nil
 	}
 	var walBytes, userBytes int64
+	recs := db.walRecs[:0]
 	for _, w := range group {
-		if w.batch == nil {
-			continue
+		if w.batch != nil {
+			recs = append(recs, w.batch.data)
+			walBytes += int64(len(w.batch.data))
 		}
-		if _, err := log.WriteRecord(w.batch.data); err != nil {
-			return db.setBackgroundError(err)
-		}
-		walBytes += int64(len(w.batch.data))
+	}
+	err := log.WriteGroup(recs)
+	clear(recs) // keep no batch alive past its commit
+	db.walRecs = recs[:0]
+	if err != nil {
+		return db.setBackgroundError(err)
 	}
 	db.stats.walBytes.Add(walBytes)
 	if !db.opts.NoSync {

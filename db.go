@@ -65,6 +65,7 @@ type DB struct {
 	commitMu sync.Mutex
 	queue    []*pendingWrite
 	leading  bool
+	walRecs  [][]byte // the WAL records of the group being committed (commit leader only; reused)
 
 	// mu guards everything below and is the lock of cond, which is
 	// broadcast whenever a flush or compaction finishes or bgErr is set.
@@ -313,11 +314,12 @@ func (db *DB) flush() error {
 	return db.bgErr
 }
 
-// Close waits for background work, syncs the WAL, closes every file and
-// releases the lock. Calls after Close return ErrClosed. Iterators and
-// snapshots should be closed first: those still open are released all the
-// same, return ErrClosed from then on, and Close returns an error that
-// counts them.
+// Close waits for background work, marks the end of the WAL and of the
+// MANIFEST (so that the next Open knows they were closed cleanly), closes
+// every file and releases the lock. Calls after Close return ErrClosed.
+// Iterators and snapshots should be closed first: those still open are
+// released all the same, return ErrClosed from then on, and Close returns an
+// error that counts them.
 func (db *DB) Close() error {
 	db.closeMu.Lock()
 	if db.closed.Swap(true) {
@@ -335,7 +337,7 @@ func (db *DB) Close() error {
 	defer db.mu.Unlock()
 	err := db.bgErr
 	if db.log != nil {
-		if e := db.log.Sync(); err == nil {
+		if e := db.log.MarkEnd(); err == nil {
 			err = e
 		}
 		if e := db.log.Close(); err == nil {
@@ -343,6 +345,9 @@ func (db *DB) Close() error {
 		}
 	}
 	if db.manifest != nil {
+		if e := db.manifest.MarkEnd(); err == nil {
+			err = e
+		}
 		if e := db.manifest.Close(); err == nil {
 			err = e
 		}
