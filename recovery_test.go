@@ -298,7 +298,7 @@ func tornStore(t *testing.T) (*vfs.MemFS, map[string]string) {
 	log := newestOf(t, c, "db", fileTypeLog)
 	b := readFile(t, c, log)
 	writeFile(t, c, log, b[:len(b)-walCommitSize-3]) // into the last record
-	want["key059"] = "" // its write is the torn one
+	want["key059"] = ""                              // its write is the torn one
 	return c, want
 }
 
