@@ -2,6 +2,7 @@ package ycsb
 
 import (
 	"bytes"
+	"github.com/shale-db/shale"
 	"slices"
 	"sync"
 	"testing"
@@ -136,4 +137,31 @@ func (c *scanCounter) Scan(start []byte, n int, visit func(key, value []byte) er
 		*c.scanned++
 		return visit(k, v)
 	})
+}
+
+// TestShale runs workload E, whose scans and inserts use every Store
+// method, on a shale store and checks that it holds the records afterwards.
+func TestShale(t *testing.T) {
+	db, err := shale.Open(t.TempDir(), &shale.Options{NoSync: true, MemTableSize: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := Shale(db)
+	cfg := Config{Records: 500, Operations: 500, Seed: 3}
+	if _, err := Load(s, cfg); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(s, E, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range r.Records {
+		if _, found, err := s.Get(Key(n)); !found || err != nil {
+			t.Fatalf("record %d: found %v, %v", n, found, err)
+		}
+	}
+	if _, found, err := s.Get([]byte("nobody")); found || err != nil {
+		t.Fatalf("absent key: found %v, %v", found, err)
+	}
 }

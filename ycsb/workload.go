@@ -2,8 +2,9 @@
 // A to F (Cooper et al., "Benchmarking Cloud Serving Systems with YCSB",
 // SoCC 2010, and YCSB's workloads/workload[a-f] files) and runs them
 // against any ordered key-value store, measuring each operation type's
-// latency in an HDR histogram. kvbench runs it on shale; the peers module
-// runs it on Pebble and goleveldb, so the stores see the same operations.
+// latency in an HDR histogram. kvbench runs it on shale (through Shale);
+// the peers module runs it on Pebble and goleveldb too, so the stores see
+// the same operations.
 //
 // As in YCSB's CoreWorkload: a record is FieldCount fields of FieldLength
 // random bytes (10 of 100 by default: 1 KB), stored as one value under the

@@ -59,30 +59,6 @@ func (p ycsbPhase) rowCacheHitRate() float64 {
 	return -1
 }
 
-// shaleStore runs YCSB on a shale store.
-type shaleStore struct{ db *shale.DB }
-
-func (s shaleStore) Get(key []byte) ([]byte, bool, error) {
-	v, err := s.db.Get(key)
-	if errors.Is(err, shale.ErrNotFound) {
-		return nil, false, nil
-	}
-	return v, err == nil, err
-}
-
-func (s shaleStore) Put(key, value []byte) error { return s.db.Put(key, value) }
-
-func (s shaleStore) Scan(start []byte, n int, visit func(key, value []byte) error) error {
-	it := s.db.NewIter(nil)
-	for ok := it.SeekGE(start); ok && n > 0; ok, n = it.Next(), n-1 {
-		if err := visit(it.Key(), it.Value()); err != nil {
-			it.Close()
-			return err
-		}
-	}
-	return it.Close()
-}
-
 // runYCSB loads a fresh store and runs the workloads -workload names, in
 // order, on it.
 func runYCSB(cfg config, dir string, progress io.Writer, rep *report) error {
@@ -116,7 +92,7 @@ func runYCSB(cfg config, dir string, progress io.Writer, rep *report) error {
 		ycfg.Records = r.Records
 		return nil
 	}
-	store := shaleStore{db}
+	store := ycsb.Shale(db)
 	if err := phase("load", ycfg.Records, func(c ycsb.Config) (*ycsb.Result, error) { return ycsb.Load(store, c) }); err != nil {
 		return err
 	}
