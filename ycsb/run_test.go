@@ -2,10 +2,11 @@ package ycsb
 
 import (
 	"bytes"
-	"github.com/shale-db/shale"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/shale-db/shale"
 )
 
 // mapStore is a Store in a sorted slice, for testing the runner.
