@@ -61,7 +61,7 @@ func runRowCacheModel(t *testing.T, seed uint64, ops int) {
 		}
 	}()
 	model := map[string]string{}
-	key := func() []byte { return fmt.Appendf(nil, "k%03d", rng.IntN(200)) }
+	key := func() []byte { return fmt.Appendf(nil, "k%03d", rng.IntN(100)) }
 	check := func(i int, what string, k []byte, get func(int, []byte) ([]byte, error), model map[string]string) {
 		t.Helper()
 		want, ok := model[string(k)]
@@ -77,7 +77,7 @@ func runRowCacheModel(t *testing.T, seed uint64, ops int) {
 	}
 	for i := range ops {
 		switch op := rng.IntN(100); {
-		case op < 30:
+		case op < 25:
 			k, v := key(), fmt.Sprintf("v%d", i)
 			for _, db := range dbs {
 				if err := db.Put(k, []byte(v)); err != nil {
@@ -85,7 +85,7 @@ func runRowCacheModel(t *testing.T, seed uint64, ops int) {
 				}
 			}
 			model[string(k)] = v
-		case op < 40:
+		case op < 35:
 			k := key()
 			for _, db := range dbs {
 				if err := db.Delete(k); err != nil {
@@ -116,7 +116,7 @@ func runRowCacheModel(t *testing.T, seed uint64, ops int) {
 				}
 				snaps = append(snaps[:j], snaps[j+1:]...)
 			}
-		case op < 98:
+		case op < 99:
 			for _, db := range dbs {
 				if err := db.Flush(); err != nil {
 					t.Fatal(err)
