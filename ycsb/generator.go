@@ -97,9 +97,10 @@ const (
 // (constant ZipfianConstant) but with the popular values spread over the
 // range instead of packed at its start, as YCSB's "zipfian" request
 // distribution does: a Zipfian draw over ten billion items, hashed (FNV-1a
-// 64) into the range. Several of the ten billion items land on each value,
-// so the most popular value is drawn a little more often than a plain
-// Zipfian's (about 1/26.5 of the draws and up).
+// 64) into the range. The most popular value gets item 0's share, about
+// 1/26.5 of the draws, plus its part of the long tail, which lands nearly
+// evenly on every value: a flatter distribution than a plain Zipfian over
+// the range (over 100k values, about half of the draws fall in the tail).
 //
 // A ScrambledZipfian is not safe for concurrent use.
 type ScrambledZipfian struct {
