@@ -24,7 +24,7 @@ type Metrics struct {
 	BlockCacheBytes int64
 	RowCacheHits    int64 // table lookups answered by the row cache
 	RowCacheMisses  int64 // table lookups that consulted the row cache and read blocks
-	RowCacheBytes   int64
+	RowCacheBytes   int64 // charged to the row cache now: keys, values and bookkeeping
 
 	MemTableBytes   int64 // the mutable memtable
 	ImmutableTables int   // memtables waiting for a flush
