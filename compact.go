@@ -359,7 +359,8 @@ func (db *DB) runCompaction(v *version, job compactionJob) error {
 
 // Compact flushes the memtable, then merges every table of every level into
 // the bottom level, dropping overwritten versions and tombstones that no
-// snapshot needs. When it returns, all live data is in the bottom level.
+// snapshot needs. When it returns, all live data is in the bottom level, and
+// the tables it replaced are deleted unless an iterator still reads them.
 func (db *DB) Compact() error {
 	if err := db.enter(); err != nil {
 		return err
@@ -378,7 +379,6 @@ func (db *DB) Compact() error {
 	v := db.current
 	v.ref()
 	db.mu.Unlock()
-	defer v.unref()
 
 	job := compactionJob{outputLevel: manifest.NumLevels - 1, reason: "manual compaction"}
 	for level, files := range v.Levels {
@@ -386,11 +386,17 @@ func (db *DB) Compact() error {
 			job.inputs = append(job.inputs, levelFile{level, f})
 		}
 	}
-	if len(job.inputs) == 0 {
-		return nil
+	var err error
+	if len(job.inputs) > 0 {
+		err = db.runCompaction(v, job)
 	}
-	if err := db.runCompaction(v, job); err != nil {
+	v.unref()
+	if err != nil {
 		return db.setBackgroundError(fmt.Errorf("shale: compaction: %w", err))
 	}
+	// The inputs no reader holds are retired now: delete them before
+	// returning, so that the space (and the metrics) reflect the compaction
+	// the caller waited for.
+	db.releaseRetired(false)
 	return nil
 }

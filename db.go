@@ -10,7 +10,8 @@
 // The read path (Get): the mutable memtable, the immutable memtables newest
 // first, the L0 files newest first, then at most one file per deeper level.
 // Each file is skipped by its key range, then by its Bloom filter, held in
-// memory, before any block is read.
+// memory, then answered by the row cache if it has the key, before any block
+// is read.
 package shale
 
 import (
@@ -49,6 +50,7 @@ type DB struct {
 	lock io.Closer
 
 	cache      *cache.Cache
+	rowCache   *sstable.RowCache // nil when Options.RowCacheSize is 0
 	tableStats sstable.Stats
 
 	// closeMu is held shared by every public call while it runs and
@@ -216,7 +218,8 @@ func (db *DB) get(key []byte, seq base.SeqNum, trace *LookupTrace) ([]byte, erro
 }
 
 // getFromTable looks key up in one table: the key-range check, then the
-// filter (inside sstable.Reader.Get), then at most one data block.
+// filter and the row cache (inside sstable.Reader.Get), then at most one
+// data block.
 func (db *DB) getFromTable(v *version, level int, fileNum uint64, key []byte, seq base.SeqNum, trace *LookupTrace) ([]byte, base.Kind, bool, error) {
 	t := v.tables[fileNum]
 	if !t.meta.ContainsKey(key) {

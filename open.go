@@ -45,6 +45,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if o.BlockCacheSize > 0 {
 		db.cache = cache.New(o.BlockCacheSize)
 	}
+	if o.RowCacheSize > 0 {
+		db.rowCache = sstable.NewRowCache(o.RowCacheSize)
+	}
 	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("shale: open %s: %w", dir, err)
 	}
@@ -347,10 +350,11 @@ func (db *DB) openTable(meta *manifest.FileMeta) (*table, error) {
 		return nil, err
 	}
 	r, err := sstable.Open(f, name, sstable.ReaderOptions{
-		FileNum: meta.FileNum,
-		Cache:   db.cache,
-		Filters: knownFilters,
-		Stats:   &db.tableStats,
+		FileNum:  meta.FileNum,
+		Cache:    db.cache,
+		RowCache: db.rowCache,
+		Filters:  knownFilters,
+		Stats:    &db.tableStats,
 	})
 	if err != nil {
 		f.Close()

@@ -119,6 +119,7 @@ func (t *table) release(remove bool) {
 		db.logf("closing table %06d: %v", t.meta.FileNum, err)
 	}
 	db.cache.EvictFile(t.meta.FileNum)
+	db.rowCache.EvictFile(t.meta.FileNum)
 	if remove && t.obsolete.Load() {
 		if err := db.fs.Remove(db.fileName(fileTypeTable, t.meta.FileNum)); err != nil {
 			db.logf("deleting obsolete table %06d: %v", t.meta.FileNum, err)
