@@ -81,14 +81,16 @@ func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
 		closeTables(added) // their files go at the next Open
 		return err
 	}
+	if err := db.fs.Remove(db.fileName(fileTypeLog, imm.logNum)); err != nil {
+		db.logf("removing flushed WAL: %v", err)
+	}
+	// Count the flush before waking its waiters: Metrics read after Flush
+	// returns must include it.
+	db.stats.flushes.Add(1)
 	db.mu.Lock()
 	db.imm = db.imm[1:]
 	db.cond.Broadcast()
 	db.mu.Unlock()
-	if err := db.fs.Remove(db.fileName(fileTypeLog, imm.logNum)); err != nil {
-		db.logf("removing flushed WAL: %v", err)
-	}
-	db.stats.flushes.Add(1)
 	if len(added) > 0 {
 		db.logf("flushed memtable to L0 %s in %v", added[0].meta, time.Since(start))
 	}
