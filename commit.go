@@ -12,6 +12,7 @@ import (
 type pendingWrite struct {
 	batch      *Batch
 	forceFlush bool // rotate the memtable even if it is not full
+	sync       bool // sync the WAL before returning, even under Options.NoSync
 	wake       chan commitResult
 }
 
@@ -21,10 +22,11 @@ type commitResult struct {
 }
 
 // commit runs w through the group commit pipeline. Writers queue up; one of
-// them, the leader, takes the whole queue, writes one WAL record per batch,
-// syncs the log once for the group, applies the batches to the memtable and
-// publishes the new sequence number, then hands leadership to the next
-// waiting writer. So N concurrent writers share one fsync.
+// them, the leader, takes the whole queue, writes its batches to the WAL as
+// one group (one write call), syncs the log once for the group, applies the
+// batches to the memtable and publishes the new sequence number, then hands
+// leadership to the next waiting writer. So N concurrent writers share one
+// write and one fsync.
 func (db *DB) commit(w *pendingWrite) error {
 	w.wake = make(chan commitResult, 1)
 	db.commitMu.Lock()
@@ -63,12 +65,14 @@ func (db *DB) commit(w *pendingWrite) error {
 }
 
 // commitGroup writes a group of batches: room in the memtable, sequence
-// numbers, WAL records, one sync, memtable inserts, then visibility.
+// numbers, one WAL group (a record per batch, one write call), one sync,
+// memtable inserts, then visibility.
 func (db *DB) commitGroup(group []*pendingWrite) error {
-	writes, force := false, false
+	writes, force, sync := false, false, !db.opts.NoSync
 	for _, w := range group {
 		writes = writes || w.batch != nil
 		force = force || w.forceFlush
+		sync = sync || w.sync
 	}
 
 	db.mu.Lock()
@@ -91,17 +95,21 @@ func (db *DB) commitGroup(group []*pendingWrite) error {
 		return nil
 	}
 	var walBytes, userBytes int64
+	recs := db.walRecs[:0]
 	for _, w := range group {
-		if w.batch == nil {
-			continue
+		if w.batch != nil {
+			recs = append(recs, w.batch.data)
+			walBytes += int64(len(w.batch.data))
 		}
-		if _, err := log.WriteRecord(w.batch.data); err != nil {
-			return db.setBackgroundError(err)
-		}
-		walBytes += int64(len(w.batch.data))
+	}
+	err := log.WriteGroup(recs)
+	clear(recs) // keep no batch alive past its commit
+	db.walRecs = recs[:0]
+	if err != nil {
+		return db.setBackgroundError(err)
 	}
 	db.stats.walBytes.Add(walBytes)
-	if !db.opts.NoSync {
+	if sync {
 		if err := log.Sync(); err != nil {
 			return db.setBackgroundError(err)
 		}
@@ -190,23 +198,26 @@ func (db *DB) makeRoomForWrite(force bool) error {
 
 // rotateMemTable, with db.mu held, starts a new WAL and memtable and queues
 // the full one for flushing.
+//
+// The old WAL is synced first, even under NoSync: recovery allows a torn
+// tail only in the newest WAL, so no newer one may exist before the old one
+// is whole. The new WAL's directory entry is then synced, also under NoSync:
+// the flush of the old memtable names the new WAL in the MANIFEST as its log
+// number, and the MANIFEST must never name a file a power loss can take
+// away. Both happen once per memtable and cost little. If either step
+// fails, the old WAL stays the newest one with a whole record at its end, or
+// an empty newer WAL follows it, which recovery skips.
 func (db *DB) rotateMemTable() error {
+	if err := db.log.Sync(); err != nil {
+		return err
+	}
 	num := db.nextFileNum
 	db.nextFileNum++
 	f, err := db.fs.Create(db.fileName(fileTypeLog, num))
 	if err != nil {
 		return err
 	}
-	if !db.opts.NoSync {
-		if err := db.fs.SyncDir(db.dir); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	// Sync the old log even under NoSync: recovery allows a torn tail only
-	// in the newest WAL, so an older one must be whole. Once per memtable,
-	// this costs little.
-	if err := db.log.Sync(); err != nil {
+	if err := db.fs.SyncDir(db.dir); err != nil {
 		f.Close()
 		return err
 	}

@@ -81,14 +81,16 @@ func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
 		closeTables(added) // their files go at the next Open
 		return err
 	}
+	if err := db.fs.Remove(db.fileName(fileTypeLog, imm.logNum)); err != nil {
+		db.logf("removing flushed WAL: %v", err)
+	}
+	// Count the flush before waking its waiters: Metrics read after Flush
+	// returns must include it.
+	db.stats.flushes.Add(1)
 	db.mu.Lock()
 	db.imm = db.imm[1:]
 	db.cond.Broadcast()
 	db.mu.Unlock()
-	if err := db.fs.Remove(db.fileName(fileTypeLog, imm.logNum)); err != nil {
-		db.logf("removing flushed WAL: %v", err)
-	}
-	db.stats.flushes.Add(1)
 	if len(added) > 0 {
 		db.logf("flushed memtable to L0 %s in %v", added[0].meta, time.Since(start))
 	}
@@ -161,13 +163,16 @@ func (db *DB) writeTables(it *compaction.Iter, level int, targetSize int64, inpu
 			return err
 		}
 		w = nil
-		info, err := db.fs.Stat(db.fileName(fileTypeTable, meta.FileNum))
+		name := db.fileName(fileTypeTable, meta.FileNum)
+		info, err := db.fs.Stat(name)
 		if err != nil {
+			db.fs.Remove(name)
 			return err
 		}
 		meta.Size = uint64(info.Size())
 		t, err := db.openTable(meta)
 		if err != nil {
+			db.fs.Remove(name)
 			return err
 		}
 		out = append(out, t)
@@ -204,7 +209,10 @@ func (db *DB) writeTables(it *compaction.Iter, level int, targetSize int64, inpu
 			return out, err
 		}
 	}
-	if !db.opts.NoSync && len(out) > 0 {
+	// The tables' data was synced as each was closed; their directory
+	// entries are synced here, once for all of them and whatever NoSync
+	// says: the MANIFEST edit that names them follows.
+	if len(out) > 0 {
 		if err := db.fs.SyncDir(db.dir); err != nil {
 			return out, err
 		}
@@ -353,7 +361,8 @@ func (db *DB) runCompaction(v *version, job compactionJob) error {
 
 // Compact flushes the memtable, then merges every table of every level into
 // the bottom level, dropping overwritten versions and tombstones that no
-// snapshot needs. When it returns, all live data is in the bottom level.
+// snapshot needs. When it returns, all live data is in the bottom level, and
+// the tables it replaced are deleted unless an iterator still reads them.
 func (db *DB) Compact() error {
 	if err := db.enter(); err != nil {
 		return err
@@ -372,7 +381,6 @@ func (db *DB) Compact() error {
 	v := db.current
 	v.ref()
 	db.mu.Unlock()
-	defer v.unref()
 
 	job := compactionJob{outputLevel: manifest.NumLevels - 1, reason: "manual compaction"}
 	for level, files := range v.Levels {
@@ -380,11 +388,17 @@ func (db *DB) Compact() error {
 			job.inputs = append(job.inputs, levelFile{level, f})
 		}
 	}
-	if len(job.inputs) == 0 {
-		return nil
+	var err error
+	if len(job.inputs) > 0 {
+		err = db.runCompaction(v, job)
 	}
-	if err := db.runCompaction(v, job); err != nil {
+	v.unref()
+	if err != nil {
 		return db.setBackgroundError(fmt.Errorf("shale: compaction: %w", err))
 	}
+	// The inputs no reader holds are retired now: delete them before
+	// returning, so that the space (and the metrics) reflect the compaction
+	// the caller waited for.
+	db.releaseRetired(false)
 	return nil
 }

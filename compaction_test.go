@@ -132,7 +132,7 @@ func TestCompactionConcurrentReads(t *testing.T) {
 	}
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	errc := make(chan error, 8)
+	var errs goErrors
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -141,7 +141,7 @@ func TestCompactionConcurrentReads(t *testing.T) {
 			for i := 0; i < keys && !stop.Load(); i += 7 {
 				v := append(fmt.Appendf(nil, "k%05d:%d:", i, gen), value...)
 				if err := db.Put(fmt.Appendf(nil, "k%05d", i), v); err != nil {
-					errc <- err
+					errs.report(err)
 					return
 				}
 			}
@@ -151,14 +151,14 @@ func TestCompactionConcurrentReads(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for !stop.Load() {
+			for !stop.Load() && !errs.failed() {
 				snap := db.NewSnapshot()
 				first := map[string]string{}
 				it := snap.NewIter(nil)
 				n := 0
 				for ok := it.First(); ok; ok = it.Next() {
 					if string(it.Value()[:6]) != string(it.Key()) {
-						errc <- fmt.Errorf("key %s has value %.20s", it.Key(), it.Value())
+						errs.report(fmt.Errorf("key %s has value %.20s", it.Key(), it.Value()))
 					}
 					if n%97 == 0 {
 						first[string(it.Key())] = string(it.Value())
@@ -166,15 +166,15 @@ func TestCompactionConcurrentReads(t *testing.T) {
 					n++
 				}
 				if err := it.Close(); err != nil {
-					errc <- err
+					errs.report(err)
 				}
 				if n != keys {
-					errc <- fmt.Errorf("snapshot iterator saw %d keys, want %d", n, keys)
+					errs.report(fmt.Errorf("snapshot iterator saw %d keys, want %d", n, keys))
 				}
 				for k, v := range first {
 					got, err := snap.Get([]byte(k))
 					if err != nil || string(got) != v {
-						errc <- fmt.Errorf("snapshot Get(%s) changed: %.20q, %v", k, got, err)
+						errs.report(fmt.Errorf("snapshot Get(%s) changed: %.20q, %v", k, got, err))
 					}
 				}
 				snap.Close()
@@ -182,15 +182,12 @@ func TestCompactionConcurrentReads(t *testing.T) {
 		}()
 	}
 	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) && db.Metrics().Compactions < 10 {
+	for time.Now().Before(deadline) && db.Metrics().Compactions < 10 && !errs.failed() {
 		time.Sleep(10 * time.Millisecond)
 	}
 	stop.Store(true)
 	wg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Fatal(err)
-	}
+	errs.check(t)
 	if m := db.Metrics(); m.Compactions == 0 {
 		t.Fatalf("no compaction ran during the test:\n%s", m)
 	}

@@ -29,26 +29,26 @@ func TestConcurrent(t *testing.T) {
 	defer db.Close()
 	const writers, perWriter = 6, 600
 	var wg sync.WaitGroup
-	errc := make(chan error, 16)
+	var errs goErrors
 	for w := 0; w < writers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; i < perWriter; i++ {
+			for i := 0; i < perWriter && !errs.failed(); i++ {
 				k := fmt.Appendf(nil, "w%d-%05d", w, i)
 				v := fmt.Appendf(nil, "value-%d-%d", w, i)
 				if err := db.Put(k, v); err != nil {
-					errc <- err
+					errs.report(err)
 					return
 				}
 				got, err := db.Get(k)
 				if err != nil || string(got) != string(v) {
-					errc <- fmt.Errorf("read own write %s: %q, %v", k, got, err)
+					errs.report(fmt.Errorf("read own write %s: %q, %v", k, got, err))
 					return
 				}
 				if i%50 == 0 {
 					if err := db.Delete(fmt.Appendf(nil, "w%d-%05d", w, i/2)); err != nil {
-						errc <- err
+						errs.report(err)
 						return
 					}
 				}
@@ -61,7 +61,7 @@ func TestConcurrent(t *testing.T) {
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
-			for {
+			for !errs.failed() {
 				select {
 				case <-stop:
 					return
@@ -70,19 +70,19 @@ func TestConcurrent(t *testing.T) {
 				snap := db.NewSnapshot()
 				first := countSnapshot(snap)
 				if second := countSnapshot(snap); first != second {
-					errc <- fmt.Errorf("snapshot changed: %d then %d entries", first, second)
+					errs.report(fmt.Errorf("snapshot changed: %d then %d entries", first, second))
 				}
 				snap.Close()
 				it := db.NewIter(nil)
 				var prev []byte
 				for ok := it.First(); ok; ok = it.Next() {
 					if prev != nil && string(it.Key()) <= string(prev) {
-						errc <- fmt.Errorf("iterator out of order: %s after %s", it.Key(), prev)
+						errs.report(fmt.Errorf("iterator out of order: %s after %s", it.Key(), prev))
 					}
 					prev = append(prev[:0], it.Key()...)
 				}
 				if err := it.Close(); err != nil {
-					errc <- err
+					errs.report(err)
 				}
 			}
 		}()
@@ -90,10 +90,7 @@ func TestConcurrent(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	readers.Wait()
-	close(errc)
-	for err := range errc {
-		t.Fatal(err)
-	}
+	errs.check(t)
 	for w := 0; w < writers; w++ {
 		for i := 0; i < perWriter; i++ {
 			// Writer w deleted key i/2 after writing key i, for i%50 == 0.

@@ -33,7 +33,7 @@ type ddState struct {
 // TestDataDriven runs the cases in testdata/. Commands:
 //
 //	open [bloom=N|none] [filter=bloomN|monkeyN|ribbonN|fuse|none] [memtable=BYTES] [cache=BYTES|off] [compactions=off] [block=BYTES]
-//	     [l0-threshold=N] [lbase=BYTES] [target-file-size=BYTES]
+//	     [l0-threshold=N] [lbase=BYTES] [target-file-size=BYTES] [rowcache=BYTES]
 //	put KEY VALUE | del KEY | get KEY [snapshot=NAME]
 //	batch            (input: "put K V" / "del K" lines, applied atomically)
 //	load n=N files=F [prefix=P] [value=V] [settle]
@@ -54,6 +54,7 @@ type ddState struct {
 //	                  iterator is open)
 //	snapshot NAME | close-snapshot NAME
 //	flush | compact | lsm | reopen | crash
+//	rowcache         (the row cache's hits, misses and bytes)
 //	filters          (per level: the filters' format, memory and bits per key)
 //	settle           (run the picker's compactions in the foreground until
 //	                  it picks none)
@@ -132,6 +133,8 @@ func (s *ddState) exec(d *datadriven.TestData) (string, error) {
 				s.opts.LBaseMaxBytes = int64(atoi(s.t, v))
 			case "target-file-size":
 				s.opts.TargetFileSize = int64(atoi(s.t, v))
+			case "rowcache":
+				s.opts.RowCacheSize = atoi(s.t, v)
 			default:
 				s.t.Fatalf("%s: unknown open option %s", d.Pos, a.Key)
 			}
@@ -282,6 +285,9 @@ func (s *ddState) exec(d *datadriven.TestData) (string, error) {
 		return s.lsm(), nil
 	case "lsm":
 		return s.lsm(), nil
+	case "rowcache":
+		m := s.db.Metrics()
+		return fmt.Sprintf("row cache: %d hits, %d misses, %d bytes\n", m.RowCacheHits, m.RowCacheMisses, m.RowCacheBytes), nil
 	case "filters":
 		return s.filters(), nil
 	case "settle":

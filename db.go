@@ -10,11 +10,13 @@
 // The read path (Get): the mutable memtable, the immutable memtables newest
 // first, the L0 files newest first, then at most one file per deeper level.
 // Each file is skipped by its key range, then by its Bloom filter, held in
-// memory, before any block is read.
+// memory, then answered by the row cache if it has the key, before any block
+// is read.
 package shale
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -48,6 +50,7 @@ type DB struct {
 	lock io.Closer
 
 	cache      *cache.Cache
+	rowCache   *sstable.RowCache // nil when Options.RowCacheSize is 0
 	tableStats sstable.Stats
 
 	// closeMu is held shared by every public call while it runs and
@@ -64,6 +67,7 @@ type DB struct {
 	commitMu sync.Mutex
 	queue    []*pendingWrite
 	leading  bool
+	walRecs  [][]byte // the WAL records of the group being committed (commit leader only; reused)
 
 	// mu guards everything below and is the lock of cond, which is
 	// broadcast whenever a flush or compaction finishes or bgErr is set.
@@ -81,6 +85,10 @@ type DB struct {
 	bgErr       error // sticky: a failed flush, compaction or WAL write
 	pickCursor  compaction.Cursor
 
+	// iters are the open iterators, which Close releases if their owners
+	// did not; nil until the first. Guarded by mu.
+	iters map[*Iterator]struct{}
+
 	// manifestMu serialises version changes (logAndApply).
 	manifestMu   sync.Mutex
 	manifest     *wal.Writer
@@ -89,6 +97,13 @@ type DB struct {
 
 	// compactMu serialises compactions (background and manual).
 	compactMu sync.Mutex
+
+	// Tables no version holds any more, waiting for the deleter goroutine
+	// (see retireTable).
+	retireMu      sync.Mutex
+	retired       []*table
+	retireStopped bool
+	retireCh      chan struct{}
 
 	flushCh   chan struct{}
 	compactCh chan struct{}
@@ -136,7 +151,21 @@ func (db *DB) Delete(key []byte) error {
 // If the WAL cannot be written or synced, or a flush or compaction fails,
 // the DB stops taking writes: this and every later write returns that
 // error (reads go on). Close and reopen to recover from the WAL.
-func (db *DB) Apply(b *Batch) error {
+func (db *DB) Apply(b *Batch) error { return db.ApplyWithOptions(b, WriteOptions{}) }
+
+// WriteOptions choose how one write is made durable.
+type WriteOptions struct {
+	// Sync makes the write survive a power loss before it returns: the WAL
+	// is fsynced even if the store was opened with Options.NoSync. A synced
+	// write makes every write committed with it or before it durable too.
+	// Without it, Options.NoSync decides.
+	Sync bool
+}
+
+// ApplyWithOptions is Apply with a choice of durability for this batch, so
+// that a store opened with NoSync can still make some writes (a replicated
+// log, say) durable one by one, beside unsynced derived state.
+func (db *DB) ApplyWithOptions(b *Batch, o WriteOptions) error {
 	if err := db.enter(); err != nil {
 		return err
 	}
@@ -144,7 +173,7 @@ func (db *DB) Apply(b *Batch) error {
 	if b == nil || b.empty() {
 		return nil
 	}
-	return db.commit(&pendingWrite{batch: b})
+	return db.commit(&pendingWrite{batch: b, sync: o.Sync})
 }
 
 // Get returns a copy of the newest value of key, or ErrNotFound.
@@ -203,7 +232,8 @@ func (db *DB) get(key []byte, seq base.SeqNum, trace *LookupTrace) ([]byte, erro
 }
 
 // getFromTable looks key up in one table: the key-range check, then the
-// filter (inside sstable.Reader.Get), then at most one data block.
+// filter and the row cache (inside sstable.Reader.Get), then at most one
+// data block.
 func (db *DB) getFromTable(v *version, level int, fileNum uint64, key []byte, seq base.SeqNum, trace *LookupTrace) ([]byte, base.Kind, bool, error) {
 	t := v.tables[fileNum]
 	if !t.meta.ContainsKey(key) {
@@ -218,7 +248,7 @@ func (db *DB) getFromTable(v *version, level int, fileNum uint64, key []byte, se
 	}
 	val, kind, ok, err := t.reader.Get(key, seq, st)
 	if trace != nil {
-		trace.table(level, t.meta, st, ok, kind)
+		trace.table(level, t.meta, t.reader.Properties(), st, ok, kind)
 	}
 	return val, kind, ok, err
 }
@@ -301,9 +331,12 @@ func (db *DB) flush() error {
 	return db.bgErr
 }
 
-// Close waits for background work, syncs the WAL, closes every file and
-// releases the lock. Calls after Close return ErrClosed. Iterators and
-// snapshots should be closed first.
+// Close waits for background work, marks the end of the WAL and of the
+// MANIFEST (so that the next Open knows they were closed cleanly), closes
+// every file and releases the lock. Calls after Close return ErrClosed.
+// Iterators and snapshots should be closed first: those still open are
+// released all the same, return ErrClosed from then on, and Close returns an
+// error that counts them.
 func (db *DB) Close() error {
 	db.closeMu.Lock()
 	if db.closed.Swap(true) {
@@ -321,7 +354,7 @@ func (db *DB) Close() error {
 	defer db.mu.Unlock()
 	err := db.bgErr
 	if db.log != nil {
-		if e := db.log.Sync(); err == nil {
+		if e := db.log.MarkEnd(); err == nil {
 			err = e
 		}
 		if e := db.log.Close(); err == nil {
@@ -329,11 +362,22 @@ func (db *DB) Close() error {
 		}
 	}
 	if db.manifest != nil {
+		if e := db.manifest.MarkEnd(); err == nil {
+			err = e
+		}
 		if e := db.manifest.Close(); err == nil {
 			err = e
 		}
 	}
+	if n, m := len(db.iters), len(db.snapshots); n+m > 0 {
+		err = errors.Join(err, fmt.Errorf("shale: Close: left open: iterators %d, snapshots %d (released; they now return ErrClosed)", n, m))
+	}
+	for it := range db.iters {
+		it.release() // its error is for its Close, which now says ErrClosed
+	}
+	db.iters = nil
 	db.current.unref()
+	db.releaseRetired(true)
 	if e := db.lock.Close(); err == nil {
 		err = e
 	}

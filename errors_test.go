@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -61,8 +62,8 @@ func TestClosed(t *testing.T) {
 	snap := db.NewSnapshot()
 	openSnap := db.NewSnapshot()
 	openIter := db.NewIter(nil)
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
+	if err := db.Close(); err == nil || !strings.Contains(err.Error(), "iterators 1, snapshots 2") {
+		t.Fatalf("Close with an iterator and two snapshots open: %v", err)
 	}
 	b := db.NewBatch()
 	b.Put([]byte("k"), []byte("v"))
@@ -446,4 +447,183 @@ func TestOpenRemovesObsoleteFiles(t *testing.T) {
 			t.Fatalf("Get(%s) = %q, %v", k, v, err)
 		}
 	}
+}
+
+// failingFilter is a table filter that is never built, as a binary fuse
+// filter is not when no seed peels its keys.
+type failingFilter struct{}
+
+func (failingFilter) Name() string                       { return "test.failing" }
+func (failingFilter) NewWriter() base.FilterWriter       { return failingFilter{} }
+func (failingFilter) Decode([]byte) (base.Filter, error) { return nil, errors.New("no filter") }
+func (failingFilter) AddHash(uint64)                     {}
+func (failingFilter) Finish() ([]byte, error)            { return nil, errors.New("no filter for these keys") }
+
+// TestFilterBuildFails: a filter that cannot be built fails neither the
+// flush nor the compaction writing the table (nor panics in them): the table
+// is written without a filter, its properties say why, and lookups say it
+// has none.
+func TestFilterBuildFails(t *testing.T) {
+	db := mustOpen(t, "db", &Options{FS: vfs.NewMem(), FilterPolicy: UniformFilter(failingFilter{})})
+	defer db.Close()
+	for i := range 100 {
+		if err := db.Put(fmt.Appendf(nil, "k%03d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string, level int) {
+		t.Helper()
+		v := db.readState(readLatest).v
+		defer v.unref()
+		if len(v.Levels[level]) != 1 {
+			t.Fatalf("after %s: want one table in L%d", when, level)
+		}
+		props := v.tables[v.Levels[level][0].FileNum].reader.Properties()
+		if props.FilterPolicy != "" || props.FilterError != "test.failing: no filter for these keys" {
+			t.Fatalf("after %s: table has filter %q, filter error %q", when, props.FilterPolicy, props.FilterError)
+		}
+		trace, err := db.TraceGet([]byte("k042"))
+		if err != nil || string(trace.Value) != "v" {
+			t.Fatalf("after %s: Get = %q, %v", when, trace.Value, err)
+		}
+		if s := trace.Steps[len(trace.Steps)-1]; s.FilterChecked || s.Outcome != "found" || s.FilterError == "" {
+			t.Fatalf("after %s: lookup trace\n%s", when, trace)
+		}
+		trace, err = db.TraceGet([]byte("k042x"))
+		if err != nil || !strings.Contains(trace.String(), "no filter (test.failing: no filter for these keys); not in the table") {
+			t.Fatalf("after %s: lookup of an absent key: %v\n%s", when, err, trace)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	check("a flush", 0)
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	check("a compaction", 6)
+}
+
+// TestCloseWithOpenIterators: Close with iterators and snapshots still open
+// releases everything (the LOCK too: the store opens again) and says how
+// many were left open; those iterators and snapshots then return ErrClosed
+// without touching what Close released. Under -race, iterators moving in
+// other goroutines while Close runs check that no state is shared without
+// synchronization.
+func TestCloseWithOpenIterators(t *testing.T) {
+	fs := &openFilesFS{FS: vfs.NewMem()}
+	opts := &Options{FS: fs, BlockCacheSize: -1}
+	db := mustOpen(t, "db", opts)
+	for i := range 200 {
+		db.Put(fmt.Appendf(nil, "k%03d", i), []byte("v"))
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	snaps := []*Snapshot{db.NewSnapshot(), db.NewSnapshot()}
+	idle := db.NewIter(nil)
+	idle.First()
+	closedBefore := db.NewIter(nil)
+	if err := closedBefore.Close(); err != nil {
+		t.Fatal(err)
+	}
+	const movers = 3
+	var wg sync.WaitGroup
+	var errs goErrors
+	started := make(chan struct{}, movers)
+	for g := range movers {
+		it := db.NewIter(nil)
+		wg.Go(func() {
+			started <- struct{}{}
+			// Walk back and forth until Close stops the iterator; a
+			// bounded number of walks, in case it never does.
+			for walk := 0; walk < 100_000; walk++ {
+				n := 0
+				for ok := it.First(); ok; ok = it.Next() {
+					n++
+				}
+				if err := it.Error(); err != nil {
+					if !errors.Is(err, ErrClosed) {
+						errs.report(fmt.Errorf("mover %d: %v, want ErrClosed", g, err))
+					}
+					if err := it.Close(); !errors.Is(err, ErrClosed) {
+						errs.report(fmt.Errorf("mover %d: Close: %v, want ErrClosed", g, err))
+					}
+					return
+				}
+				if n != 200 {
+					errs.report(fmt.Errorf("mover %d saw %d keys, want 200", g, n))
+					return
+				}
+			}
+			errs.report(fmt.Errorf("mover %d: Close never stopped the iterator", g))
+		})
+	}
+	for range movers {
+		select {
+		case <-started:
+		case <-time.After(time.Minute):
+			t.Fatal("the iterators' goroutines did not start")
+		}
+	}
+	err := db.Close()
+	if err == nil || errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "iterators 4, snapshots 2") {
+		t.Fatalf("Close with 4 iterators and 2 snapshots open: %v", err)
+	}
+	// Close released everything: no file is held open, although the
+	// iterators are not closed yet.
+	if n := fs.open.Load(); n != 0 {
+		t.Fatalf("%d files still open after Close", n)
+	}
+	wg.Wait()
+	errs.check(t)
+	if idle.Next() || !errors.Is(idle.Error(), ErrClosed) || !errors.Is(idle.Close(), ErrClosed) {
+		t.Fatalf("an iterator left open: Next, Error %v", idle.Error())
+	}
+	for _, s := range snaps {
+		if _, err := s.Get([]byte("k001")); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Get of a snapshot left open: %v", err)
+		}
+		if it := s.NewIter(nil); it.First() || !errors.Is(it.Error(), ErrClosed) {
+			t.Fatalf("iterator of a snapshot left open: %v", it.Error())
+		}
+		if err := s.Close(); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Close of a snapshot left open: %v", err)
+		}
+	}
+	// The LOCK was released: the store opens again.
+	db = mustOpen(t, "db", opts)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openFilesFS counts the files open through it.
+type openFilesFS struct {
+	vfs.FS
+	open atomic.Int64
+}
+
+func (fs *openFilesFS) Create(name string) (vfs.File, error) { return fs.opened(fs.FS.Create(name)) }
+func (fs *openFilesFS) Open(name string) (vfs.File, error)   { return fs.opened(fs.FS.Open(name)) }
+
+func (fs *openFilesFS) opened(f vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	fs.open.Add(1)
+	return &countedFile{File: f, fs: fs}, nil
+}
+
+type countedFile struct {
+	vfs.File
+	fs     *openFilesFS
+	closed atomic.Bool
+}
+
+func (f *countedFile) Close() error {
+	if !f.closed.Swap(true) {
+		f.fs.open.Add(-1)
+	}
+	return f.File.Close()
 }

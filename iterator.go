@@ -16,16 +16,29 @@ type IterOptions struct{ LowerBound, UpperBound []byte }
 // within its bounds, as of the moment it was created: later writes, flushes
 // and compactions do not disturb it (the files it reads stay on disk until it
 // is closed). Positioning methods return whether the iterator is on an entry.
-// Key and Value are valid until the next positioning call. An Iterator is for
-// one goroutine at a time; Close it when done.
+//
+// Key and Value return buffers the iterator owns and reuses: their contents
+// are valid until the next positioning call, so copy them to keep them. The
+// caller may write into them; that changes nothing for the iterator, which
+// keeps its own copy of where it is. An Iterator is for one goroutine at a
+// time; Close it when done. Closing the DB releases the iterators still
+// open, which then return ErrClosed.
 type Iterator struct {
-	db     *DB
-	iter   base.InternalIterator // merged memtables and tables
-	v      *version
-	seq    base.SeqNum
-	lower  []byte
-	upper  []byte
+	db *DB // nil for an iterator that failed at its creation, with err set
+	// iter and v are the merged memtables and tables and the version that
+	// holds those tables open. They are touched only inside db.enter and
+	// db.leave, so that DB.Close can release them.
+	iter  base.InternalIterator
+	v     *version
+	seq   base.SeqNum
+	lower []byte
+	upper []byte
+	// key is the current user key: where the iterator is, used to skip
+	// and to find again the versions of that key. keyOut is the copy that
+	// Key hands out, so that a caller writing into it cannot move the
+	// iterator.
 	key    []byte
+	keyOut []byte
 	value  []byte
 	valid  bool
 	err    error
@@ -65,30 +78,39 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 		it.lower = bytes.Clone(opts.LowerBound)
 		it.upper = bytes.Clone(opts.UpperBound)
 	}
+	db.mu.Lock()
+	if db.iters == nil {
+		db.iters = map[*Iterator]struct{}{}
+	}
+	db.iters[it] = struct{}{}
+	db.mu.Unlock()
 	return it
 }
 
-func (it *Iterator) usable() bool {
-	if it.closed || it.db == nil {
-		if it.err == nil {
-			it.err = ErrClosed
-		}
-		it.valid = false
-		return false
-	}
-	if it.db.closed.Load() {
+// enter begins a positioning call, which must end with it.db.leave() if
+// enter returns true. It returns false, with the iterator invalid, once an
+// error has stopped the iterator, or it or its DB is closed (ErrClosed).
+func (it *Iterator) enter() bool {
+	switch {
+	case it.err != nil:
+	case it.closed:
 		it.err = ErrClosed
+	default:
+		it.err = it.db.enter()
+	}
+	if it.err != nil {
 		it.valid = false
 		return false
 	}
-	return it.err == nil
+	return true
 }
 
 // First moves to the first key at or after the lower bound.
 func (it *Iterator) First() bool {
-	if !it.usable() {
+	if !it.enter() {
 		return false
 	}
+	defer it.db.leave()
 	if it.lower != nil {
 		it.iter.SeekGE(it.lower)
 	} else {
@@ -99,9 +121,10 @@ func (it *Iterator) First() bool {
 
 // Last moves to the last key before the upper bound.
 func (it *Iterator) Last() bool {
-	if !it.usable() {
+	if !it.enter() {
 		return false
 	}
+	defer it.db.leave()
 	if it.upper != nil {
 		it.iter.SeekLT(it.upper)
 	} else {
@@ -112,9 +135,10 @@ func (it *Iterator) Last() bool {
 
 // SeekGE moves to the first key >= key (and >= the lower bound).
 func (it *Iterator) SeekGE(key []byte) bool {
-	if !it.usable() {
+	if !it.enter() {
 		return false
 	}
+	defer it.db.leave()
 	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
 		key = it.lower
 	}
@@ -124,9 +148,10 @@ func (it *Iterator) SeekGE(key []byte) bool {
 
 // SeekLT moves to the last key < key (and < the upper bound).
 func (it *Iterator) SeekLT(key []byte) bool {
-	if !it.usable() {
+	if !it.enter() {
 		return false
 	}
+	defer it.db.leave()
 	if it.upper != nil && bytes.Compare(key, it.upper) > 0 {
 		key = it.upper
 	}
@@ -136,9 +161,10 @@ func (it *Iterator) SeekLT(key []byte) bool {
 
 // Next moves to the next key.
 func (it *Iterator) Next() bool {
-	if !it.usable() || !it.valid {
+	if !it.valid || !it.enter() {
 		return false
 	}
+	defer it.db.leave()
 	if it.reverse {
 		// The internal iterator is before the current key: step back
 		// onto its versions.
@@ -151,9 +177,10 @@ func (it *Iterator) Next() bool {
 
 // Prev moves to the previous key.
 func (it *Iterator) Prev() bool {
-	if !it.usable() || !it.valid {
+	if !it.valid || !it.enter() {
 		return false
 	}
+	defer it.db.leave()
 	if !it.reverse {
 		it.iter.SeekLT(it.key)
 	}
@@ -178,8 +205,7 @@ func (it *Iterator) findNextEntry() bool {
 		if k.Kind() == base.KindSet {
 			it.key = append(it.key[:0], k.UserKey...)
 			it.value = append(it.value[:0], it.iter.Value()...)
-			it.valid = true
-			return true
+			return it.found()
 		}
 		// Deleted: skip every older version.
 		it.key = append(it.key[:0], k.UserKey...)
@@ -192,7 +218,10 @@ func (it *Iterator) findNextEntry() bool {
 // findPrevEntry moves backward from the internal iterator's position (on
 // the oldest version of some user key) to the previous user key whose newest
 // visible version is not a deletion. Versions of one user key arrive oldest
-// first; the last visible one seen is the newest.
+// first; the last visible one seen is the newest. The internal iterator
+// stops on an error as if the versions had run out, so an error is checked
+// before a version is taken as the newest: the newer ones may be in the
+// table whose read failed.
 func (it *Iterator) findPrevEntry() bool {
 	it.reverse = true
 	it.valid = false
@@ -211,12 +240,21 @@ func (it *Iterator) findPrevEntry() bool {
 				it.value = append(it.value[:0], it.iter.Value()...)
 			}
 		}
+		if it.iter.Error() != nil {
+			break
+		}
 		if found && kind == base.KindSet {
-			it.valid = true
-			return true
+			return it.found()
 		}
 	}
 	return it.finish()
+}
+
+// found makes the entry in key and value current.
+func (it *Iterator) found() bool {
+	it.keyOut = append(it.keyOut[:0], it.key...)
+	it.valid = true
+	return true
 }
 
 func (it *Iterator) finish() bool {
@@ -229,15 +267,17 @@ func (it *Iterator) finish() bool {
 // Valid reports whether the iterator is on an entry.
 func (it *Iterator) Valid() bool { return it.valid }
 
-// Key returns the current key, valid until the next positioning call.
+// Key returns the current key, valid until the next positioning call. The
+// caller may write into it without disturbing the iterator.
 func (it *Iterator) Key() []byte {
 	if !it.valid {
 		return nil
 	}
-	return it.key
+	return it.keyOut
 }
 
 // Value returns the current value, valid until the next positioning call.
+// The caller may write into it without disturbing the iterator.
 func (it *Iterator) Value() []byte {
 	if !it.valid {
 		return nil
@@ -249,24 +289,41 @@ func (it *Iterator) Value() []byte {
 func (it *Iterator) Error() error { return it.err }
 
 // Close releases the iterator's files and returns its error, if any.
-// Closing twice, or after the DB was closed, returns ErrClosed.
+// Closing twice returns ErrClosed, and so does closing after the DB was
+// closed, which released the iterator already.
 func (it *Iterator) Close() error {
 	if it.closed {
 		return ErrClosed
 	}
 	it.closed = true
 	it.valid = false
-	if it.iter == nil {
+	if it.db == nil {
 		return it.err
 	}
-	if err := it.iter.Close(); err != nil && it.err == nil {
+	if err := it.db.enter(); err != nil {
+		if it.err == nil {
+			it.err = err
+		}
+		return it.err
+	}
+	defer it.db.leave()
+	if err := it.release(); err != nil && it.err == nil {
 		it.err = err
 	}
-	it.v.unref()
-	if it.err == nil && it.db.closed.Load() {
-		it.err = ErrClosed
-	}
+	it.db.mu.Lock()
+	delete(it.db.iters, it)
+	it.db.mu.Unlock()
 	return it.err
+}
+
+// release closes the internal iterator and drops the version, returning the
+// internal iterator's error. It runs once: from Close, or from DB.Close for
+// an iterator left open.
+func (it *Iterator) release() error {
+	err := it.iter.Close()
+	it.v.unref()
+	it.iter, it.v = nil, nil
+	return err
 }
 
 // levelIter iterates over the sorted, disjoint tables of one level >= 1 as

@@ -22,6 +22,9 @@ type Metrics struct {
 	BlockCacheHits  int64
 	BlockCacheMiss  int64
 	BlockCacheBytes int64
+	RowCacheHits    int64 // table lookups answered by the row cache
+	RowCacheMisses  int64 // table lookups that consulted the row cache and read blocks
+	RowCacheBytes   int64 // charged to the row cache now: keys, values and bookkeeping
 
 	MemTableBytes   int64 // the mutable memtable
 	ImmutableTables int   // memtables waiting for a flush
@@ -66,6 +69,8 @@ func (db *DB) Metrics() Metrics {
 	m.FilterFalsePositives = db.tableStats.FilterFalsePositives.Load()
 	m.BlockCacheHits, m.BlockCacheMiss = db.cache.Stats()
 	m.BlockCacheBytes = int64(db.cache.Size())
+	m.RowCacheHits, m.RowCacheMisses = db.rowCache.Stats()
+	m.RowCacheBytes = db.rowCache.Size()
 
 	rs := db.readState(readLatest)
 	v := rs.v
@@ -123,8 +128,9 @@ func (m Metrics) String() string {
 	tw.Flush()
 	fmt.Fprintf(&b, "memtable: %s (+%d waiting to flush); WAL written: %s\n",
 		humanBytes(m.MemTableBytes), m.ImmutableTables, humanBytes(m.WALBytes))
-	fmt.Fprintf(&b, "disk reads: %d blocks; block cache: %d hits, %d misses, %s\n",
-		m.DiskReads, m.BlockCacheHits, m.BlockCacheMiss, humanBytes(m.BlockCacheBytes))
+	fmt.Fprintf(&b, "disk reads: %d blocks; block cache: %d hits, %d misses, %s; row cache: %d hits, %d misses, %s\n",
+		m.DiskReads, m.BlockCacheHits, m.BlockCacheMiss, humanBytes(m.BlockCacheBytes),
+		m.RowCacheHits, m.RowCacheMisses, humanBytes(m.RowCacheBytes))
 	// Checks of a file that did not hold the key end in a skip or a false
 	// positive; the rate is the share of those that got through.
 	fpr := 0.0

@@ -24,7 +24,9 @@ import (
 // Recovery: read CURRENT and replay the MANIFEST it names, open every live
 // table, replay each WAL the MANIFEST does not cover into a memtable, write
 // that memtable as an L0 table, start a new WAL and a new MANIFEST, and
-// remove every file nothing refers to.
+// remove every file nothing refers to. Recovery is idempotent: a crash at
+// any point of it leaves a directory the next Open recovers to the same
+// data (see recover).
 func Open(dir string, opts *Options) (*DB, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -36,11 +38,15 @@ func Open(dir string, opts *Options) (*DB, error) {
 		fs:        o.FS,
 		flushCh:   make(chan struct{}, 1),
 		compactCh: make(chan struct{}, 1),
+		retireCh:  make(chan struct{}, 1),
 		closing:   make(chan struct{}),
 	}
 	db.cond.L = &db.mu
 	if o.BlockCacheSize > 0 {
 		db.cache = cache.New(o.BlockCacheSize)
+	}
+	if o.RowCacheSize > 0 {
+		db.rowCache = sstable.NewRowCache(o.RowCacheSize)
 	}
 	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("shale: open %s: %w", dir, err)
@@ -55,6 +61,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		if db.current != nil {
 			db.current.unref()
 		}
+		db.releaseRetired(true)
 		if db.log != nil {
 			db.log.Close()
 		}
@@ -65,13 +72,38 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	db.logf("opened %s in %v: %s", dir, time.Since(start), db.current.Version.String())
-	db.bgWG.Add(2)
+	db.bgWG.Add(3)
 	go db.flushLoop()
 	go db.compactLoop()
+	go db.deleteLoop()
 	db.maybeScheduleCompaction()
 	return db, nil
 }
 
+// recover rebuilds the DB's state from the directory; see Open.
+//
+// Missing WALs. A WAL holds writes no table holds yet, so one that is gone
+// loses them silently unless recovery notices. Two checks catch it: the WAL
+// the MANIFEST names as its log number must be present, and the sequence
+// numbers must run on without a gap from each WAL to the next (every WAL
+// with records starts at the sequence number after the last one of the WAL
+// before it, as the commit pipeline assigns them). We chose this over
+// recording each WAL's creation in the MANIFEST, as RocksDB can: it needs
+// no MANIFEST write (and sync) on the commit path at every memtable
+// rotation, and no new record type. What it cannot see is the newest WAL
+// missing whole when it was not the one at the log number; file numbers,
+// shared with tables and MANIFESTs, cannot tell that either.
+//
+// Idempotence. Until the new CURRENT is durable, the directory must still
+// recover as before, so recovery first writes the replayed memtable as a
+// table (an orphan if a crash follows, deleted by the next Open), and only
+// then creates the new WAL, whose directory entry becomes durable in the
+// same directory sync as the new MANIFEST's and CURRENT's. Had the new,
+// empty WAL become durable first, a crash would leave the replayed WAL,
+// with its torn tail, no longer the newest. Some file systems make a new
+// name durable with any later fsync (ext4 commits its journal whole), so
+// the WAL allowed a torn tail is the newest one with any bytes: an empty
+// WAL after it holds nothing a torn tail could have been followed by.
 func (db *DB) recover() error {
 	names, err := db.fs.List(db.dir)
 	if err != nil {
@@ -79,12 +111,13 @@ func (db *DB) recover() error {
 	}
 	v := &manifest.Version{}
 	db.nextFileNum = 1
+	cutOff := ""
 	if slices.Contains(names, "CURRENT") {
 		num, err := db.readCurrent()
 		if err != nil {
 			return err
 		}
-		if v, err = db.replayManifest(num); err != nil {
+		if v, cutOff, err = db.replayManifest(num); err != nil {
 			return err
 		}
 	} else {
@@ -93,52 +126,43 @@ func (db *DB) recover() error {
 		}
 		names = nil // a new store: nothing to replay
 	}
+	// missing explains a file the version needs that is not there: if the
+	// MANIFEST's end was cut off, that was most likely an edit damaged after
+	// it took effect, not a torn one (see replayManifest).
+	missing := func(err error) error {
+		if cutOff != "" {
+			return fmt.Errorf("%w (%s; if that was an edit damaged after it took effect, this file is what it made obsolete)", err, cutOff)
+		}
+		return err
+	}
 
 	tables := map[uint64]*table{}
 	for level := range v.Levels {
 		for _, f := range v.Levels[level] {
 			t, err := db.openTable(f)
 			if err != nil {
-				for _, t := range tables {
-					t.reader.Close()
-				}
-				return err
+				closeTables(slices.Collect(maps.Values(tables)))
+				return missing(err)
 			}
 			tables[f.FileNum] = t
 		}
 	}
 	db.current = newVersion(v, tables)
 
-	// Replay the WALs the MANIFEST does not cover, oldest first.
-	var logs []uint64
 	for _, name := range names {
-		t, num, ok := parseFileName(name)
-		if !ok {
-			continue
-		}
-		db.nextFileNum = max(db.nextFileNum, num+1)
-		if t == fileTypeLog && num >= db.logNum {
-			logs = append(logs, num)
+		if _, num, ok := parseFileName(name); ok {
+			db.nextFileNum = max(db.nextFileNum, num+1)
 		}
 	}
-	slices.Sort(logs)
-	mem := memtable.New()
-	for i, num := range logs {
-		if err := db.replayLog(num, mem, i == len(logs)-1); err != nil {
-			return err
-		}
-	}
-	db.visibleSeq.Store(uint64(db.lastSeq))
-
-	// Start the new WAL, then flush what was replayed.
-	logNum := db.nextFileNum
-	db.nextFileNum++
-	f, err := db.fs.Create(db.fileName(fileTypeLog, logNum))
+	mem, err := db.replayLogs(names, missing)
 	if err != nil {
 		return err
 	}
-	db.log = wal.NewWriter(f)
-	db.mem = &memTable{MemTable: memtable.New(), logNum: logNum}
+	db.visibleSeq.Store(uint64(db.lastSeq))
+
+	// Flush what was replayed, then start the new WAL and MANIFEST.
+	logNum := db.nextFileNum
+	db.nextFileNum++
 	edit := &manifest.VersionEdit{LogNum: logNum}
 	var newTables []*table
 	if !mem.Empty() {
@@ -149,12 +173,12 @@ func (db *DB) recover() error {
 		edit.Added = append(edit.Added, manifest.NewFile{Level: 0, Meta: t.meta})
 		newTables = append(newTables, t)
 	}
-	nv, err := v.Apply(edit)
+	nv, err := db.startLogAndManifest(v, edit)
 	if err != nil {
-		return err
-	}
-	edit.LastSeqNum = db.lastSeq
-	if err := db.createManifest(nv, edit); err != nil {
+		// The new tables are in no version: close them. Their files stay
+		// (CURRENT may name them if only its directory sync failed); if
+		// CURRENT does not, the next Open deletes them.
+		closeTables(newTables)
 		return err
 	}
 	all := maps.Clone(tables)
@@ -167,6 +191,69 @@ func (db *DB) recover() error {
 	old.unref()
 	db.deleteObsoleteFiles(names)
 	return nil
+}
+
+// replayLogs replays into a new memtable the WALs the MANIFEST does not
+// cover, oldest first, of the files Open found (names), and checks that
+// none is missing (see recover); missing adds what the MANIFEST replay
+// knows to such an error.
+func (db *DB) replayLogs(names []string, missing func(error) error) (*memtable.MemTable, error) {
+	var logs []uint64
+	for _, name := range names {
+		if t, num, ok := parseFileName(name); ok && t == fileTypeLog && num >= db.logNum {
+			logs = append(logs, num)
+		}
+	}
+	slices.Sort(logs)
+	if db.logNum != 0 && (len(logs) == 0 || logs[0] != db.logNum) {
+		return nil, missing(base.CorruptionErrorf(db.fileName(fileTypeLog, db.logNum), -1,
+			"the WAL the MANIFEST names as its log number is missing"))
+	}
+	newest := 0 // index of the last WAL with any bytes
+	for i, num := range logs {
+		info, err := db.fs.Stat(db.fileName(fileTypeLog, num))
+		if err != nil {
+			return nil, err
+		}
+		if info.Size() > 0 {
+			newest = i
+		}
+	}
+	mem := memtable.New()
+	var prevLast base.SeqNum
+	for i, num := range logs {
+		first, last, err := db.replayLog(num, mem, i >= newest)
+		if err != nil {
+			return nil, err
+		}
+		if first == 0 {
+			continue // an empty WAL
+		}
+		if prevLast != 0 && first != prevLast+1 {
+			return nil, missing(base.CorruptionErrorf(db.fileName(fileTypeLog, num), 0,
+				"the log starts at sequence number %d, but the log before it ends at %d: a WAL between them is missing", first, prevLast))
+		}
+		prevLast = last
+	}
+	return mem, nil
+}
+
+// startLogAndManifest creates the new WAL edit.LogNum and a new MANIFEST
+// holding v with edit applied, points CURRENT at it and returns that
+// version.
+func (db *DB) startLogAndManifest(v *manifest.Version, edit *manifest.VersionEdit) (*manifest.Version, error) {
+	nv, err := v.Apply(edit)
+	if err != nil {
+		return nil, err
+	}
+	f, err := db.fs.Create(db.fileName(fileTypeLog, edit.LogNum))
+	if err != nil {
+		return nil, err
+	}
+	db.log = wal.NewWriter(f)
+	db.mem = &memTable{MemTable: memtable.New(), logNum: edit.LogNum}
+	edit.LastSeqNum = db.lastSeq
+	return nv, db.createManifest(nv, edit)
 }
 
 // clearFailedCreate prepares a directory without CURRENT for a new store.
@@ -204,16 +291,17 @@ func (db *DB) clearFailedCreate(names []string) error {
 	return nil
 }
 
-// replayLog applies every batch in WAL num to mem. In the newest WAL a torn
+// replayLog applies every batch in WAL num to mem and returns the first and
+// last sequence numbers it holds (0, 0 if none). In the newest WAL a torn
 // tail (the crash interrupted the last write) ends the log. Older WALs were
 // synced whole before the next one started, so a torn tail there, or
 // anything else that does not decode, is corruption and stops the open:
 // replaying later WALs past a gap would break the order of writes.
-func (db *DB) replayLog(num uint64, mem *memtable.MemTable, newest bool) error {
+func (db *DB) replayLog(num uint64, mem *memtable.MemTable, newest bool) (first, last base.SeqNum, err error) {
 	name := db.fileName(fileTypeLog, num)
 	f, err := db.fs.Open(name)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	defer f.Close()
 	r := wal.NewReader(f, name)
@@ -223,25 +311,32 @@ func (db *DB) replayLog(num uint64, mem *memtable.MemTable, newest bool) error {
 			break
 		}
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
-		first, n, err := decodeBatch(rec, name, r.Offset(), func(e batchEntry) {
+		seq, n, err := decodeBatch(rec, name, r.Offset(), func(e batchEntry) {
 			mem.Add(e.Seq, e.Kind, e.Key, e.Value)
 		})
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
-		if n > 0 {
-			db.lastSeq = max(db.lastSeq, first+base.SeqNum(n)-1)
+		if n == 0 {
+			continue
 		}
+		if first == 0 {
+			first = seq
+		} else if seq != last+1 {
+			return 0, 0, base.CorruptionErrorf(name, r.Offset(), "batch at sequence number %d follows one ending at %d", seq, last)
+		}
+		last = seq + base.SeqNum(n) - 1
+		db.lastSeq = max(db.lastSeq, last)
 	}
 	if off, torn := r.TornTail(); torn {
 		if !newest {
-			return base.CorruptionErrorf(name, off, "log ends in a torn record, but a newer log follows it")
+			return 0, 0, base.CorruptionErrorf(name, off, "log ends in a torn record, but a newer log follows it")
 		}
 		db.logf("%s: torn tail at offset %d cut off (a write the crash interrupted)", name, off)
 	}
-	return nil
+	return first, last, nil
 }
 
 // openTable opens a live table's reader, with its filter and index loaded.
@@ -255,10 +350,11 @@ func (db *DB) openTable(meta *manifest.FileMeta) (*table, error) {
 		return nil, err
 	}
 	r, err := sstable.Open(f, name, sstable.ReaderOptions{
-		FileNum: meta.FileNum,
-		Cache:   db.cache,
-		Filters: knownFilters,
-		Stats:   &db.tableStats,
+		FileNum:  meta.FileNum,
+		Cache:    db.cache,
+		RowCache: db.rowCache,
+		Filters:  knownFilters,
+		Stats:    &db.tableStats,
 	})
 	if err != nil {
 		f.Close()

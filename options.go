@@ -21,6 +21,11 @@ type Options struct {
 	// BlockCacheSize is the bytes of uncompressed blocks cached. 0: 8 MiB;
 	// negative: no block cache.
 	BlockCacheSize int
+	// RowCacheSize is the bytes of rows cached: for each table and key, what
+	// a lookup in that table found (a value, a deletion, or nothing), so a
+	// repeated lookup reads no block. Reads at a snapshot older than a
+	// table's newest entry bypass it. 0: no row cache.
+	RowCacheSize int
 	// NoSync: writes are not fsynced. They survive a process crash, not a
 	// power loss.
 	NoSync bool
@@ -72,7 +77,7 @@ func (o *Options) validate() error {
 		return fmt.Errorf("shale: Options.MemTableSize %d is negative", o.MemTableSize)
 	case o.BloomBitsPerKey < NoFilter || o.BloomBitsPerKey > 64:
 		return fmt.Errorf("shale: Options.BloomBitsPerKey %d: want 1 to 64, 0 for the default, or NoFilter", o.BloomBitsPerKey)
-	case o.BlockSize < 0, o.MaxImmutableMemTables < 0, o.L0CompactionThreshold < 0,
+	case o.BlockSize < 0, o.RowCacheSize < 0, o.MaxImmutableMemTables < 0, o.L0CompactionThreshold < 0,
 		o.L0SlowdownWritesThreshold < 0, o.L0StopWritesThreshold < 0, o.LBaseMaxBytes < 0, o.TargetFileSize < 0:
 		return fmt.Errorf("shale: Options has a negative size or count")
 	}

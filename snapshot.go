@@ -10,6 +10,8 @@ import (
 // exactly the writes that had returned when it was taken. Compactions keep
 // every version a live snapshot can see. Close it when done, or those
 // versions are kept forever. A Snapshot is for one goroutine at a time.
+// Closing the DB releases the snapshots still open, which then return
+// ErrClosed.
 type Snapshot struct {
 	db     *DB
 	seq    base.SeqNum
@@ -60,20 +62,21 @@ func (s *Snapshot) NewIter(opts *IterOptions) *Iterator {
 	return s.db.newIter(opts, s.seq)
 }
 
-// Close releases the snapshot. Closing twice, or after the DB was closed,
-// returns ErrClosed.
+// Close releases the snapshot. Closing twice returns ErrClosed, and so does
+// closing after the DB was closed, which released the snapshot already.
 func (s *Snapshot) Close() error {
 	if s.closed {
 		return ErrClosed
 	}
 	s.closed = true
 	db := s.db
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
 	db.mu.Lock()
 	db.snapshots.remove(s.seq)
 	db.mu.Unlock()
-	if db.closed.Load() {
-		return ErrClosed
-	}
 	return nil
 }
 

@@ -11,7 +11,9 @@ import (
 
 // LookupTrace is the path of one point lookup, step by step: which memtables
 // and tables it consulted, which it skipped by key range or by filter
-// without any I/O, and which blocks it read. kvsh's `explain get` prints it.
+// without any I/O, which the row cache answered (a step of its own, right
+// after the table's filter step), and which blocks it read. kvsh's
+// `explain get` prints it.
 type LookupTrace struct {
 	Key    []byte
 	Steps  []TraceStep
@@ -21,7 +23,7 @@ type LookupTrace struct {
 
 // TraceStep is one place a lookup looked.
 type TraceStep struct {
-	Source string // "memtable", "immutable memtable 1", "L0 000012.sst", "L3"
+	Source string // "memtable", "immutable memtable 1", "L0 000012.sst", "L0 000012 row cache", "L3"
 	Level  int    // -1 for memtables
 	// FileNum, Smallest and Largest describe the table, if Source is one.
 	FileNum           uint64
@@ -32,6 +34,10 @@ type TraceStep struct {
 	FilterChecked     bool
 	FilterSkipped     bool // the filter said "definitely not": no I/O
 	FalsePositive     bool // the filter said "maybe" and the table did not hold the key
+	RowCacheHit       bool // the table's row cache answered: no block read
+	// FilterError says why the table has no filter although its writer was
+	// given one: the filter's name and why it could not be built.
+	FilterError string
 }
 
 // TraceGet looks key up like Get and returns the path the lookup took. A key
@@ -101,27 +107,62 @@ func (t *LookupTrace) rangeSkip(level int, m *manifest.FileMeta) {
 	t.Steps = append(t.Steps, s)
 }
 
-func (t *LookupTrace) table(level int, m *manifest.FileMeta, st *sstable.GetTrace, ok bool, kind base.Kind) {
+func (t *LookupTrace) table(level int, m *manifest.FileMeta, props *sstable.Properties, st *sstable.GetTrace, ok bool, kind base.Kind) {
 	s := tableStep(level, m)
+	s.FilterError = props.FilterError
 	s.FilterChecked = st.FilterChecked
 	s.FilterSkipped = st.FilterChecked && !st.FilterMayContain
 	s.BlocksFromDisk = st.BlocksFromDisk
 	s.BlocksFromCache = st.BlocksFromCache
-	s.FalsePositive = st.FalsePositive
+	s.FalsePositive = st.FalsePositive && !st.RowCacheHit
+	filter := "no filter"
+	switch {
+	case st.FilterChecked:
+		filter = "filter: maybe"
+	case s.FilterError != "":
+		filter = fmt.Sprintf("no filter (%s)", s.FilterError)
+	}
 	switch {
 	case s.FilterSkipped:
 		s.Outcome = "filter: definitely not; skipped, no I/O"
+	case st.RowCacheHit:
+		s.Outcome = filter
+		t.Steps = append(t.Steps, s)
+		t.rowCacheHit(level, m, st.FalsePositive, ok, kind)
+		return
 	case ok:
 		s.Outcome = found(kind)
 		t.Result = s.Outcome + " in " + s.Source
-	case st.FilterChecked:
-		s.Outcome = "filter: maybe; not in the table"
+	default:
+		s.Outcome = filter + "; not in the table"
 		if s.FalsePositive {
 			s.Outcome += " (a false positive)"
 		}
-	default:
-		s.Outcome = "no filter; not in the table"
 	}
+	if st.RowCacheChecked {
+		s.Outcome += "; row cache: miss"
+	}
+	t.Steps = append(t.Steps, s)
+}
+
+// rowCacheHit records the step in which a table's row cache answered.
+func (t *LookupTrace) rowCacheHit(level int, m *manifest.FileMeta, falsePositive, ok bool, kind base.Kind) {
+	s := TraceStep{
+		Source:        fmt.Sprintf("L%d %06d row cache", level, m.FileNum),
+		Level:         level,
+		FileNum:       m.FileNum,
+		RowCacheHit:   true,
+		FalsePositive: falsePositive,
+		Outcome:       "hit: not in the table",
+	}
+	if falsePositive {
+		s.Outcome += " (a false positive)"
+	}
+	if ok {
+		s.Outcome = "hit: " + found(kind)
+		t.Result = found(kind) + " in " + s.Source
+	}
+	s.Outcome += "; no I/O"
 	t.Steps = append(t.Steps, s)
 }
 

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -93,8 +94,9 @@ func parseFileName(name string) (fileType, uint64, bool) {
 
 // table is an open SSTable. Its reader (with its filter and index in
 // memory) lives as long as some version includes the table; when the last
-// such version is released the reader is closed, and if the table has left
-// the current version the file is deleted.
+// such version is released the table is retired: the DB's background work
+// closes the reader and, if the table has left the current version,
+// deletes the file (see retireTable).
 type table struct {
 	meta     *manifest.FileMeta
 	reader   *sstable.Reader
@@ -104,18 +106,72 @@ type table struct {
 }
 
 func (t *table) unref() {
-	if t.refs.Add(-1) != 0 {
-		return
+	if t.refs.Add(-1) == 0 {
+		t.db.retireTable(t)
 	}
+}
+
+// release closes the table's reader, evicts its blocks and, if the table is
+// obsolete and remove is set, deletes its file.
+func (t *table) release(remove bool) {
 	db := t.db
 	if err := t.reader.Close(); err != nil {
 		db.logf("closing table %06d: %v", t.meta.FileNum, err)
 	}
 	db.cache.EvictFile(t.meta.FileNum)
-	if t.obsolete.Load() {
+	db.rowCache.EvictFile(t.meta.FileNum)
+	if remove && t.obsolete.Load() {
 		if err := db.fs.Remove(db.fileName(fileTypeTable, t.meta.FileNum)); err != nil {
 			db.logf("deleting obsolete table %06d: %v", t.meta.FileNum, err)
 		}
+	}
+}
+
+// retireTable hands over a table no version holds any more. Whoever drops
+// the last reference (a user's Get or Iterator.Close, say) does no file
+// work: the deleter goroutine closes and deletes the table, so files are
+// deleted only while the DB holds the LOCK. Once the DB has stopped
+// retiring (Close, or a failed Open), the table is closed at once and an
+// obsolete file is left for the next Open to delete.
+func (db *DB) retireTable(t *table) {
+	db.retireMu.Lock()
+	if db.retireStopped {
+		db.retireMu.Unlock()
+		t.release(false)
+		return
+	}
+	db.retired = append(db.retired, t)
+	db.retireMu.Unlock()
+	select {
+	case db.retireCh <- struct{}{}:
+	default:
+	}
+}
+
+// deleteLoop releases retired tables until the DB closes.
+func (db *DB) deleteLoop() {
+	defer db.bgWG.Done()
+	for {
+		select {
+		case <-db.closing:
+			return
+		case <-db.retireCh:
+			db.releaseRetired(false)
+		}
+	}
+}
+
+// releaseRetired closes and deletes the tables retired so far. With stop
+// set, later retirements are closed at once instead of queued: Close and a
+// failed Open call it last thing before they release the LOCK.
+func (db *DB) releaseRetired(stop bool) {
+	db.retireMu.Lock()
+	tables := db.retired
+	db.retired = nil
+	db.retireStopped = db.retireStopped || stop
+	db.retireMu.Unlock()
+	for _, t := range tables {
+		t.release(true)
 	}
 }
 
@@ -204,17 +260,29 @@ func (db *DB) logAndApply(edit *manifest.VersionEdit, newTables []*table) error 
 	return nil
 }
 
+// appendManifest makes edit durable, then writes and syncs a commit record
+// after it. Nothing the edit makes obsolete is deleted before that: so when
+// a MANIFEST ends in damage, replayManifest knows that the cut-off edit had
+// either not taken effect on disk or was committed, and recover checks
+// which by the files present.
 func (db *DB) appendManifest(edit *manifest.VersionEdit) error {
-	rec := edit.Encode(nil)
-	if _, err := db.manifest.WriteRecord(rec); err != nil {
-		return err
+	for _, rec := range [][]byte{edit.Encode(nil), manifest.AppendCommit(nil)} {
+		if _, err := db.manifest.WriteRecord(rec); err != nil {
+			return err
+		}
+		db.manifestSize += int64(len(rec))
+		if err := db.manifest.Sync(); err != nil {
+			return err
+		}
 	}
-	db.manifestSize += int64(len(rec))
-	return db.manifest.Sync()
+	return nil
 }
 
 // createManifest starts a new MANIFEST whose one record is a snapshot of v
 // with the counters of edit, points CURRENT at it and removes the old one.
+// The snapshot is synced before CURRENT names it, so it needs no commit
+// record, and CURRENT's directory sync makes every file created since the
+// last one durable too.
 func (db *DB) createManifest(v *manifest.Version, edit *manifest.VersionEdit) error {
 	db.mu.Lock()
 	num := db.nextFileNum
@@ -280,22 +348,33 @@ func (db *DB) setCurrent(num uint64) error {
 	return db.fs.SyncDir(db.dir)
 }
 
-// readCurrent returns the MANIFEST file number CURRENT names.
+// maxCurrentSize bounds what readCurrent reads: CURRENT holds one name.
+const maxCurrentSize = 256
+
+// readCurrent returns the MANIFEST file number CURRENT names. Anything but
+// a file holding exactly a MANIFEST name and a newline is corruption.
 func (db *DB) readCurrent() (uint64, error) {
 	name := db.fileName(fileTypeCurrent, 0)
+	info, err := db.fs.Stat(name)
+	if err != nil {
+		return 0, err
+	}
+	if info.IsDir() || info.Size() > maxCurrentSize {
+		return 0, base.CorruptionErrorf(name, -1, "CURRENT is a directory or %d bytes long, not a MANIFEST name", info.Size())
+	}
 	f, err := db.fs.Open(name)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	buf := make([]byte, 64)
+	buf := make([]byte, info.Size())
 	n, err := f.ReadAt(buf, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return 0, err
 	}
 	content := string(buf[:n])
 	t, num, ok := parseFileName(strings.TrimSuffix(content, "\n"))
-	if !ok || t != fileTypeManifest || !strings.HasSuffix(content, "\n") {
+	if !ok || t != fileTypeManifest || content != baseFileName(t, num)+"\n" {
 		return 0, base.CorruptionErrorf(name, 0, "CURRENT holds %q, not a MANIFEST name", content)
 	}
 	return num, nil
@@ -303,41 +382,66 @@ func (db *DB) readCurrent() (uint64, error) {
 
 // replayManifest rebuilds the version, the counters and the log number from
 // MANIFEST-num.
-func (db *DB) replayManifest(num uint64) (*manifest.Version, error) {
+//
+// The first record was synced before CURRENT named the MANIFEST, so a
+// MANIFEST with no intact first record (empty, cut short or damaged) is
+// corruption. Damage at the end after that is cut off as a write a crash
+// interrupted, as the wal Reader reports it; but it cannot be told from a
+// synced record damaged later. What was cut off is an edit that never took
+// effect (nothing it made obsolete was deleted: deletions wait for its
+// commit record), a commit record whose edit survived, or a committed edit
+// with its commit record, whose obsolete files may be gone. So when damage
+// is cut off, replayManifest returns a note saying so, and recover adds it
+// to the error if a file the surviving version needs (a table, the WAL at
+// its log number or one after it) is missing: that is a damaged edit, not a
+// torn one, and Open fails without deleting anything.
+func (db *DB) replayManifest(num uint64) (v *manifest.Version, cutOff string, err error) {
 	name := db.fileName(fileTypeManifest, num)
 	f, err := db.fs.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("shale: CURRENT names %s: %w", name, err)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, "", base.CorruptionErrorf(name, -1, "CURRENT names this MANIFEST, which is missing")
+		}
+		return nil, "", err
 	}
 	defer f.Close()
 	r := wal.NewReader(f, name)
-	v := &manifest.Version{}
+	v = &manifest.Version{}
+	records := 0
 	for {
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		edit, err := manifest.DecodeEdit(rec, name)
+		records++
+		rr, err := manifest.DecodeRecord(rec, name)
 		if err != nil {
-			return nil, err
+			return nil, "", err
+		}
+		edit := rr.Edit
+		if edit == nil {
+			if records == 1 {
+				return nil, "", base.CorruptionErrorf(name, r.Offset(), "MANIFEST starts with a commit record, not a snapshot")
+			}
+			continue
 		}
 		if v, err = v.Apply(edit); err != nil {
-			return nil, base.CorruptionErrorf(name, -1, "%v", err)
+			return nil, "", base.CorruptionErrorf(name, r.Offset(), "%v", err)
 		}
 		db.nextFileNum = max(db.nextFileNum, edit.NextFileNum)
 		db.lastSeq = max(db.lastSeq, edit.LastSeqNum)
 		db.logNum = max(db.logNum, edit.LogNum)
 	}
-	if off, torn := r.TornTail(); torn {
-		// A crash while an edit was being written: that edit never took
-		// effect, and nothing it would have made obsolete was deleted
-		// (deletions wait for the edit's sync). A last record damaged
-		// after it was synced cannot be told from a torn one; as in
-		// LevelDB, it is taken for one.
-		db.logf("%s: torn tail at offset %d: an edit a crash interrupted, ignored", name, off)
+	off, torn := r.TornTail()
+	if records == 0 {
+		return nil, "", base.CorruptionErrorf(name, 0, "MANIFEST holds no intact record (its first was synced before CURRENT named it)")
 	}
-	return v, nil
+	if torn {
+		cutOff = fmt.Sprintf("%s ends in damage at offset %d, cut off as a torn write", name, off)
+		db.logf("%s", cutOff)
+	}
+	return v, cutOff, nil
 }

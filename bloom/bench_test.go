@@ -98,7 +98,7 @@ func BenchmarkBuild(b *testing.B) {
 			for _, h := range hs {
 				w.AddHash(h)
 			}
-			w.Finish()
+			filtertest.Finish(b, w)
 			builds++
 		}
 		perKey(b, builds)

@@ -28,7 +28,7 @@ func FuzzDecode(f *testing.F) {
 		data, _ := m.MarshalBinary()
 		f.Add(data)
 	}
-	f.Add(NewPolicy(10).NewWriter().Finish())
+	f.Add(filtertest.Finish(f, NewPolicy(10).NewWriter()))
 	f.Add([]byte{})
 
 	hs := filtertest.Sets[0].Hashes(0, 64)

@@ -17,7 +17,7 @@ func build(tb testing.TB, bitsPerKey int, hashes []uint64) base.Filter {
 	for _, h := range hashes {
 		w.AddHash(h)
 	}
-	f, err := p.Decode(w.Finish())
+	f, err := p.Decode(filtertest.Finish(tb, w))
 	if err != nil {
 		tb.Fatal(err)
 	}

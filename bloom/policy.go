@@ -62,11 +62,12 @@ func (w *writer) AddHash(h uint64) {
 }
 
 // Finish returns the encoded filter: at least one line, even for no keys.
-func (w *writer) Finish() []byte {
+// It never fails.
+func (w *writer) Finish() ([]byte, error) {
 	b := newBitset(linesFor(len(w.hashes), float64(w.bitsPerKey)), w.k)
 	for _, h := range w.hashes {
 		b.add(h)
 	}
 	t := trailer{keys: uint64(len(w.hashes)), lines: b.numLines, k: b.k, layout: layoutBits}
-	return t.appendTo(b.lines)
+	return t.appendTo(b.lines), nil
 }

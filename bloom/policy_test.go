@@ -46,7 +46,7 @@ func TestFalsePositiveRate(t *testing.T) {
 }
 
 func TestEmptyFilter(t *testing.T) {
-	data := NewPolicy(10).NewWriter().Finish()
+	data := filtertest.Finish(t, NewPolicy(10).NewWriter())
 	if len(data) != lineBytes+trailerLen {
 		t.Fatalf("empty filter is %d bytes, want one line and the trailer", len(data))
 	}
@@ -67,7 +67,7 @@ func TestAdjacentDuplicatesCountOnce(t *testing.T) {
 		twice.AddHash(h)
 		twice.AddHash(h)
 	}
-	if !bytes.Equal(once.Finish(), twice.Finish()) {
+	if !bytes.Equal(filtertest.Finish(t, once), filtertest.Finish(t, twice)) {
 		t.Fatal("adding each hash twice in a row changed the filter")
 	}
 }
@@ -82,7 +82,7 @@ func TestDecodeAnyBitsPerKey(t *testing.T) {
 		for _, h := range hs {
 			w.AddHash(h)
 		}
-		f, err := reader.Decode(w.Finish())
+		f, err := reader.Decode(filtertest.Finish(t, w))
 		if err != nil {
 			t.Fatalf("%d bits/key: %v", bpk, err)
 		}
@@ -129,7 +129,7 @@ func validEncoding(t *testing.T) ([]byte, int) {
 	for _, h := range filtertest.Sets[0].Hashes(0, 100) {
 		w.AddHash(h)
 	}
-	data := w.Finish()
+	data := filtertest.Finish(t, w)
 	return data, len(data) - trailerLen
 }
 

@@ -38,7 +38,7 @@ func BenchmarkBuild(b *testing.B) {
 				for _, h := range hs {
 					w.AddHash(h)
 				}
-				size = len(w.Finish())
+				size = len(filtertest.Finish(b, w))
 				builds++
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(builds*benchKeys), "ns/key")
@@ -60,7 +60,7 @@ func BenchmarkProbe(b *testing.B) {
 			for _, h := range added {
 				w.AddHash(h)
 			}
-			f, err := c.policy.Decode(w.Finish())
+			f, err := c.policy.Decode(filtertest.Finish(b, w))
 			if err != nil {
 				b.Fatal(err)
 			}

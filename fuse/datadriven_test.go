@@ -36,7 +36,7 @@ func TestDataDriven(t *testing.T) {
 			for _, h := range filtertest.InputHashes(t, d) {
 				w.AddHash(h)
 			}
-			data = w.Finish()
+			data = filtertest.Finish(t, w)
 			var err error
 			if filter, err = NewPolicy().Decode(data); err != nil {
 				t.Fatal(err)

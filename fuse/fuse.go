@@ -169,14 +169,15 @@ func (w *writer) AddHash(h uint64) {
 	w.hashes = append(w.hashes, h)
 }
 
-// Finish returns the encoded filter.
-func (w *writer) Finish() []byte {
-	data, _ := build(w.hashes, paramsFor(len(w.hashes)))
-	return data
+// Finish returns the encoded filter, or an error if no seed built one (see
+// build), which a set without repeated hashes practically never meets.
+func (w *writer) Finish() ([]byte, error) {
+	data, _, err := build(w.hashes, paramsFor(len(w.hashes)))
+	return data, err
 }
 
 // build returns the encoded filter of hashes, starting at size p, and the
-// number of seeds it tried; it does not modify hashes. Repeated hashes make
+// number of seeds it tried, or an error; it does not modify hashes. Repeated hashes make
 // every attempt fail (a key twice is two equal edges, which never peel), so
 // the first failure removes them, at the cost of a copy and a sort, which
 // a set without repeats seldom pays: such a set rarely fails (TestAttempts
@@ -184,14 +185,15 @@ func (w *writer) Finish() []byte {
 // second seed). Each failure tries the next seed, and every
 // attemptsPerSize failures the array grows by an eighth, which makes
 // peeling easier still. Reaching maxAttempts takes 64 failures in a row, 56
-// of them at sizes above what the paper finds enough; Finish cannot return
-// an error, so that panics.
-func build(hashes []uint64, p params) ([]byte, int) {
+// of them at sizes above what the paper finds enough; that, or more than
+// maxKeys hashes, is an error, which the table writer answers by writing no
+// filter.
+func build(hashes []uint64, p params) ([]byte, int, error) {
 	if p.segmentCount == 0 {
-		return encode(p, 0), 0
+		return encode(p, 0), 0, nil
 	}
 	if len(hashes) > maxKeys {
-		panic(fmt.Sprintf("fuse: %d keys, more than the %d a filter holds", len(hashes), maxKeys))
+		return nil, 0, fmt.Errorf("fuse: %d keys, more than the %d a filter holds", len(hashes), maxKeys)
 	}
 	var b builder
 	deduplicated := false
@@ -201,7 +203,7 @@ func build(hashes []uint64, p params) ([]byte, int) {
 		}
 		seed := base.FilterSeed(attempt)
 		if data, ok := b.build(p, seed, hashes); ok {
-			return data, attempt + 1
+			return data, attempt + 1, nil
 		}
 		if !deduplicated {
 			deduplicated = true
@@ -213,7 +215,7 @@ func build(hashes []uint64, p params) ([]byte, int) {
 			}
 		}
 	}
-	panic(fmt.Sprintf("fuse: no filter for %d keys after %d seeds", len(hashes), maxAttempts))
+	return nil, maxAttempts, fmt.Errorf("fuse: no filter for %d keys after %d seeds", len(hashes), maxAttempts)
 }
 
 // encode returns the header of a filter of shape p and seed, followed by

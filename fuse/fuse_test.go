@@ -18,7 +18,7 @@ func buildFilter(tb testing.TB, hashes []uint64) (base.Filter, []byte) {
 	for _, h := range hashes {
 		w.AddHash(h)
 	}
-	data := w.Finish()
+	data := filtertest.Finish(tb, w)
 	f, err := NewPolicy().Decode(data)
 	if err != nil {
 		tb.Fatal(err)
@@ -79,7 +79,10 @@ func TestAttempts(t *testing.T) {
 	}
 	hist := map[int]int{}
 	for _, n := range sizes {
-		_, attempts := build(filtertest.Sets[0].Hashes(0, n), paramsFor(n))
+		_, attempts, err := build(filtertest.Sets[0].Hashes(0, n), paramsFor(n))
+		if err != nil {
+			t.Fatalf("n=%d: %v", n, err)
+		}
 		hist[attempts]++
 		if attempts > attemptsPerSize {
 			t.Errorf("n=%d: %d seeds", n, attempts)
@@ -97,7 +100,10 @@ func TestAttempts(t *testing.T) {
 func TestRetries(t *testing.T) {
 	hs := filtertest.Sets[0].Hashes(0, 10_000)
 	tight := params{segmentLog: 9, segmentCount: 10_000/512 - 2}
-	data, attempts := build(hs, tight)
+	data, attempts, err := build(hs, tight)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if attempts <= attemptsPerSize {
 		t.Fatalf("built at %.2f slots a key after %d seeds", float64(tight.arrayLength())/10_000, attempts)
 	}
@@ -111,6 +117,21 @@ func TestRetries(t *testing.T) {
 	t.Logf("%d seeds, %.3f bits/key", attempts, float64(8*len(data))/10_000)
 }
 
+// TestBuildFails gives build an array far too small to peel: a third of a
+// slot a key, still below one after every growth, and each key needs a slot
+// of its own to be peeled from. After every seed it returns an error, not a
+// panic, for the table writer to answer.
+func TestBuildFails(t *testing.T) {
+	hs := filtertest.Sets[0].Hashes(0, 3000)
+	hopeless := params{segmentLog: 4, segmentCount: 3000 / 16 / 3}
+	data, attempts, err := build(hs, hopeless)
+	if err == nil || data != nil || attempts != maxAttempts {
+		t.Fatalf("build of %d keys in %d slots: %d bytes after %d seeds, error %v; want an error after %d seeds",
+			len(hs), hopeless.arrayLength(), len(data), attempts, err, maxAttempts)
+	}
+	t.Log(err)
+}
+
 // TestRepeatedHashes: repeats, adjacent or not, cost nothing in size.
 func TestRepeatedHashes(t *testing.T) {
 	hs := filtertest.Sets[1].Hashes(0, 1000)
@@ -121,7 +142,7 @@ func TestRepeatedHashes(t *testing.T) {
 			w.AddHash(h)
 		}
 	}
-	data := w.Finish()
+	data := filtertest.Finish(t, w)
 	_, unique := buildFilter(t, hs)
 	if len(data) != len(unique) {
 		t.Fatalf("repeats: %d bytes, without: %d", len(data), len(unique))

@@ -62,7 +62,10 @@ var filterImpls = []filterImpl{
 		for _, k := range keys {
 			w.AddHash(xxhash.Sum64(k))
 		}
-		data := w.Finish()
+		data, err := w.Finish()
+		if err != nil {
+			panic(err)
+		}
 		f, err := p.Decode(data)
 		if err != nil {
 			panic(err)

@@ -56,7 +56,10 @@ func tableFilter(p base.FilterPolicy) func(items [][]byte) (set, int) {
 		for _, it := range items {
 			w.AddHash(base.FilterHash(it))
 		}
-		data := w.Finish()
+		data, err := w.Finish()
+		if err != nil {
+			panic(err)
+		}
 		f, err := p.Decode(data)
 		if err != nil {
 			panic(err)

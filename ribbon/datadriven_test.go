@@ -45,8 +45,10 @@ func TestDataDriven(t *testing.T) {
 			for _, h := range filtertest.InputHashes(t, d) {
 				w.AddHash(h)
 			}
-			data = w.Finish()
 			var err error
+			if data, err = w.Finish(); err != nil {
+				t.Fatal(err)
+			}
 			if f, err = NewPolicy(10).Decode(data); err != nil {
 				t.Fatal(err)
 			}

@@ -17,10 +17,9 @@
 //
 // The system may have no solution for a seed (a row that eliminates to
 // zero against a different fingerprint); the build then tries another
-// seed, up to 32, giving the system more slots every 4. A set whose build
-// fails anyway (ErrBuildFailed: not seen outside a test that gives it fewer
-// slots than keys) gets, from the table writer, the filter that holds
-// every key, which is never wrong.
+// seed, up to 32, giving the system more slots every 4. A build that fails
+// anyway returns ErrBuildFailed (not seen outside a test that gives it
+// fewer slots than keys), and the table is written without a filter.
 //
 // # Memory against Bloom filters
 //

@@ -55,19 +55,10 @@ func (w *writer) AddHash(h uint64) {
 	w.hashes = append(w.hashes, h)
 }
 
-// Finish returns the encoded filter. If no seed solves the system (see
-// ErrBuildFailed), it returns the filter that holds every key: a single
-// block of no columns, which never skips a table and is never wrong.
-func (w *writer) Finish() []byte {
-	data, err := w.finish()
-	if err != nil {
-		return encode(shape{blocks: 1, upper: 1}, 0, uint64(len(w.hashes)))
-	}
-	return data
-}
-
-// finish returns the encoded filter, or ErrBuildFailed.
-func (w *writer) finish() ([]byte, error) {
+// Finish returns the encoded filter, or an error matching ErrBuildFailed
+// if no seed solves its system (the table is then written without a
+// filter).
+func (w *writer) Finish() ([]byte, error) {
 	data, _, err := build(w.hashes, w.bitsPerKey)
 	return data, err
 }

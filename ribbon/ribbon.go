@@ -57,8 +57,8 @@ const (
 // coefficients with a nonzero fingerprint, a local overload of the band.
 // The slack makes that unlikely for a first seed and the growing slack of
 // later attempts all but impossible; it has not been seen but in a test
-// that gives the system fewer slots than keys. The table writer then falls
-// back to the filter that holds every key.
+// that gives the system fewer slots than keys. A table is then written
+// without a filter.
 var ErrBuildFailed = errors.New("ribbon: no seed solved the filter's system")
 
 // shape is the size of a filter: blocks of 64 slots, the columns of the

@@ -37,9 +37,18 @@ type config struct {
 	plot           string
 	seed           int64
 	progress       bool // draw progress bars
+	// YCSB: -workload (empty: the db_bench workloads of benchmarks),
+	// -records, -ops and -row-cache.
+	workload string
+	records  int
+	ops      int
+	rowCache int
 }
 
 func (cfg *config) validate() error {
+	if cfg.workload != "" {
+		return cfg.validateYCSB()
+	}
 	for _, b := range cfg.benchmarks {
 		if _, ok := workloads[b]; !ok {
 			return fmt.Errorf("unknown benchmark %q (known: %s)", b, strings.Join(allBenchmarks, ","))
@@ -52,6 +61,8 @@ func (cfg *config) validate() error {
 		return fmt.Errorf("-key-size %d cannot hold %d distinct decimal keys: use at least %d", cfg.keySize, cfg.n, len(strconv.Itoa(cfg.n-1)))
 	case cfg.valueSize < 0:
 		return errors.New("-value-size must not be negative")
+	case cfg.rowCache < 0:
+		return errors.New("-row-cache must not be negative")
 	case cfg.concurrency < 1:
 		return errors.New("-concurrency must be at least 1")
 	case cfg.bloomBits < 1 && cfg.bloomBits != shale.NoFilter:
@@ -71,6 +82,7 @@ func (cfg *config) options(bloomBits int, autoCompactions bool) *shale.Options {
 	return &shale.Options{
 		BloomBitsPerKey:             bloomBits,
 		BlockCacheSize:              cfg.cacheSize,
+		RowCacheSize:                cfg.rowCache,
 		NoSync:                      !cfg.sync,
 		DisableAutomaticCompactions: !autoCompactions,
 	}
@@ -96,6 +108,8 @@ func run(cfg config, out, progress io.Writer) error {
 	rep := report{Config: reportConfig(cfg)}
 	var err error
 	switch {
+	case cfg.workload != "":
+		err = runYCSB(cfg, dir, progress, &rep)
 	case cfg.compareFilters:
 		err = compareFilters(cfg, dir, progress, &rep)
 	case len(cfg.benchmarks) > 0:
@@ -104,7 +118,11 @@ func run(cfg config, out, progress io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if cfg.plot != "" {
+	if cfg.plot != "" && rep.YCSB != nil {
+		if err := drawYCSBPlot(cfg.plot, rep.YCSB); err != nil {
+			return err
+		}
+	} else if cfg.plot != "" {
 		if rep.Plot, err = measurePlot(cfg, filepath.Join(dir, "plot"), progress); err != nil {
 			return err
 		}

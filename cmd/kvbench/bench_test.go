@@ -175,3 +175,83 @@ func TestKeys(t *testing.T) {
 		t.Errorf("missingKey(42) = %s", got)
 	}
 }
+
+// TestYCSB runs ycsb-all on a small store with the row cache on and checks
+// the phases, their operation mix, that every read found its record, that
+// the row cache served reads, and the table and plot.
+func TestYCSB(t *testing.T) {
+	cfg := smallConfig()
+	cfg.workload = "ycsb-all"
+	cfg.records, cfg.ops, cfg.rowCache = 6000, 2000, 1<<20 // 6 MB: more than a memtable
+	cfg.json = true
+	cfg.plot = filepath.Join(t.TempDir(), "ycsb.png")
+	var out bytes.Buffer
+	if err := run(cfg, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	for _, p := range rep.YCSB.Phases {
+		phases = append(phases, p.Workload)
+		var ops int64
+		for _, o := range p.ByOp {
+			ops += o.Count
+			if o.NotFound != 0 {
+				t.Errorf("%s: %d %s found no record", p.Workload, o.NotFound, o.Op)
+			}
+		}
+		if ops != p.Ops {
+			t.Errorf("%s: %d operations by type, %d in all", p.Workload, ops, p.Ops)
+		}
+	}
+	if got := strings.Join(phases, ","); got != "load,A,B,C,F,D,E" {
+		t.Fatalf("phases %s", got)
+	}
+	if c := rep.YCSB.Phases[3]; c.RowCacheHits == 0 {
+		t.Errorf("workload C read with no row cache hit: %+v", c)
+	}
+	if last := rep.YCSB.Phases[6]; last.Records <= 6000 {
+		t.Errorf("D and E inserted nothing: %d records", last.Records)
+	}
+
+	var text bytes.Buffer
+	rep.writeText(&text)
+	t.Log("\n" + text.String())
+	for _, row := range []string{" load ", " insert ", " read ", " update ", " scan ", " read-modify-write ", "p99.9"} {
+		if !strings.Contains(text.String(), row) {
+			t.Errorf("no %q in the table", row)
+		}
+	}
+	f, err := os.Open(cfg.plot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestYCSBBadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		change func(*config)
+		want   string
+	}{
+		{func(c *config) { c.workload = "ycsb-g" }, `unknown workload "ycsb-g"`},
+		{func(c *config) { c.records = 0 }, "-records must be at least 1"},
+		{func(c *config) { c.ops = 0 }, "-ops must be at least 1"},
+		{func(c *config) { c.rowCache = -1 }, "-row-cache must not be negative"},
+		{func(c *config) { c.compareFilters = true }, "-compare-filters runs the db_bench workloads"},
+	} {
+		cfg := smallConfig()
+		cfg.workload, cfg.records, cfg.ops = "ycsb-a", 10, 10
+		tc.change(&cfg)
+		err := run(cfg, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want %s", err, tc.want)
+		}
+	}
+}

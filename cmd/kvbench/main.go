@@ -1,6 +1,8 @@
-// Command kvbench runs db_bench-style workloads against a fresh shale store.
+// Command kvbench runs db_bench-style workloads, or the YCSB core
+// workloads, against a fresh shale store.
 //
 //	kvbench [-benchmarks fillrandom,readrandom,...] [-n 1000000] [-compare-filters] [-json] [-plot FILE.png]
+//	kvbench -workload ycsb-a|...|ycsb-f|ycsb-all [-records 100000] [-ops 100000] [-threads 1] [-row-cache BYTES] [-json] [-plot FILE.png]
 //
 // Workloads, run in the order given:
 //
@@ -28,6 +30,15 @@
 // absent-key lookup with and without filters for 1 to 16 L0 tables. Use
 // -benchmarks= to draw the plot only.
 //
+// -workload runs YCSB (package ycsb) instead of -benchmarks: it loads
+// -records records (10 fields of 100 bytes each), then runs -ops operations
+// of the named core workload, or of A, B, C, F, D and E in that order for
+// ycsb-all, split among -threads goroutines (the same setting as
+// -concurrency). It prints each phase's throughput and, per operation type,
+// latency percentiles from HDR histograms, the disk reads per operation and
+// the row cache's hit rate; -row-cache BYTES turns the row cache on. -plot
+// then draws the throughput and the p99 latencies.
+//
 // Progress bars go to stderr when it is a terminal; the results go to
 // stdout, as a table or, with -json, as JSON.
 package main
@@ -52,10 +63,15 @@ func main() {
 	flag.IntVar(&cfg.cacheSize, "cache-size", 8<<20, "block cache size in bytes (negative: no cache)")
 	flag.BoolVar(&cfg.sync, "sync", false, "fsync every write")
 	flag.IntVar(&cfg.concurrency, "concurrency", 1, "goroutines per workload")
+	flag.IntVar(&cfg.concurrency, "threads", 1, "the same as -concurrency")
+	flag.StringVar(&cfg.workload, "workload", "", "run YCSB instead of -benchmarks: ycsb-a to ycsb-f, or ycsb-all")
+	flag.IntVar(&cfg.records, "records", 100_000, "YCSB: records loaded before the workloads")
+	flag.IntVar(&cfg.ops, "ops", 100_000, "YCSB: operations per workload")
+	flag.IntVar(&cfg.rowCache, "row-cache", 0, "row cache size in bytes (0: off)")
 	flag.StringVar(&cfg.dir, "dir", "", "directory for the stores, empty or absent (default: a temporary directory, removed afterwards)")
 	flag.BoolVar(&cfg.compareFilters, "compare-filters", false, "run the read workloads with and without filters on the same data and layout")
 	flag.BoolVar(&cfg.json, "json", false, "print the results as JSON")
-	flag.StringVar(&cfg.plot, "plot", "", "draw false-positive rates and disk reads per absent lookup into this PNG file")
+	flag.StringVar(&cfg.plot, "plot", "", "draw false-positive rates and disk reads per absent lookup (YCSB: throughput and p99 latencies) into this PNG file")
 	flag.Int64Var(&cfg.seed, "seed", 1, "random seed")
 	flag.Parse()
 	if flag.NArg() > 0 {

@@ -192,11 +192,16 @@ func drawPlot(file string, d *plotData) error {
 	l0.Legend.Top = true
 	l0.Legend.Left = true
 
+	return drawPanels(file, fp, l0)
+}
+
+// drawPanels draws two plots side by side into a PNG file.
+func drawPanels(file string, left, right *plot.Plot) error {
 	img := vgimg.New(14*vg.Inch, 5*vg.Inch)
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Inch / 2, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
-	fp.Draw(tiles.At(dc, 0, 0))
-	l0.Draw(tiles.At(dc, 1, 0))
+	left.Draw(tiles.At(dc, 0, 0))
+	right.Draw(tiles.At(dc, 1, 0))
 	f, err := os.Create(file)
 	if err != nil {
 		return err

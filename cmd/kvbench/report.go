@@ -54,6 +54,8 @@ type report struct {
 	Tree      []string  `json:"tree"`
 	SameShape *bool     `json:"same_shape,omitempty"`
 	Plot      *plotData `json:"plot,omitempty"`
+	// YCSB is a -workload run; Results is then empty.
+	YCSB *ycsbReport `json:"ycsb,omitempty"`
 }
 
 type configReport struct {
@@ -93,6 +95,12 @@ func (r *report) writeText(w io.Writer) {
 	sync := "no fsync"
 	if c.Sync {
 		sync = "fsync per write"
+	}
+	if r.YCSB != nil {
+		fmt.Fprintf(w, "%s, %s, %s\n", filters, cache, sync)
+		r.YCSB.writeText(w)
+		fmt.Fprintf(w, "tree after the run: %s\n", r.Tree[0])
+		return
 	}
 	fmt.Fprintf(w, "n=%d, keys %d B, values %d B, %s, %s, %s, goroutines: %d\n",
 		c.N, c.KeySize, c.ValueSize, filters, cache, sync, c.Concurrency)

@@ -1,11 +1,21 @@
 // Command kvsh is an interactive shell for a shale store.
 //
 //	kvsh [DIR]
+//	kvsh check DIR
+//	kvsh repair DIR
 //
-// opens (or creates) the store in DIR, ./shale-data by default, and reads
-// commands: put, get, del, scan, count, batch/commit/abort, snapshot, flush,
-// compact, stats, load, bloom, explain get, open, help, quit. help lists them
-// and help CMD describes one.
+// The first form opens (or creates) the store in DIR, ./shale-data by
+// default, and reads commands: put, get, del, scan, count,
+// batch/commit/abort, snapshot, flush, compact, stats, load, bloom, explain
+// get, open, check, repair, help, quit. help lists them and help CMD
+// describes one.
+//
+// kvsh check DIR verifies the closed store in DIR and prints "DIR:
+// consistent" or every problem it finds, each naming its file and offset;
+// the exit status is 1 if there are problems. kvsh repair DIR rebuilds the
+// store in DIR from the intact records of its tables and WALs, for a store
+// that will not open (see shale.Repair), and prints what it did. Neither
+// needs the store to open, and both refuse a store that is open.
 //
 // On a terminal kvsh edits lines, completes command names with Tab, and keeps
 // its history across sessions in ~/.kvsh_history (in the home directory, not
@@ -25,16 +35,23 @@ import (
 	"path/filepath"
 
 	"github.com/chzyer/readline"
+	"github.com/shale-db/shale"
 )
 
 func main() {
 	dir := "shale-data"
-	switch len(os.Args) {
-	case 1:
-	case 2:
+	switch {
+	case len(os.Args) == 1:
+	case len(os.Args) == 2:
 		dir = os.Args[1]
+	case len(os.Args) == 3 && (os.Args[1] == "check" || os.Args[1] == "repair"):
+		if err := tool(os.Stdout, os.Args[1], os.Args[2]); err != nil {
+			fmt.Fprintf(os.Stderr, "kvsh: %v\n", err)
+			os.Exit(1)
+		}
+		return
 	default:
-		fmt.Fprintln(os.Stderr, "usage: kvsh [DIR]")
+		fmt.Fprintln(os.Stderr, "usage: kvsh [DIR] | kvsh check DIR | kvsh repair DIR")
 		os.Exit(2)
 	}
 	if err := run(os.Stdin, os.Stdout, dir, readline.DefaultIsTerminal()); err != nil {
@@ -66,6 +83,15 @@ func run(in io.Reader, out io.Writer, dir string, interactive bool) (err error) 
 		}
 	}
 	return scanner.Err()
+}
+
+// tool runs kvsh check or kvsh repair (name) on the store in dir, with
+// default options.
+func tool(out io.Writer, name, dir string) error {
+	if name == "check" {
+		return checkStore(out, dir, &shale.Options{})
+	}
+	return repairStore(out, dir, &shale.Options{})
 }
 
 // terminal runs the shell with line editing, history and completion.

@@ -215,9 +215,15 @@ func init() {
 			detail: "on is 10 bits/key, off writes no filter, BITS is 1 to 64 bits/key. The setting is an Open option, so the store is closed and reopened; existing tables keep the filters they have until a compaction rewrites them. With no argument, prints the setting."},
 		{name: "autocompact", args: "[on|off]", summary: "turn automatic compactions on or off (on by default)", max: 1, run: cmdAutocompact,
 			detail: "Off keeps every flushed table in L0, to see how lookups cost with many overlapping tables; compact still works. Like bloom, this reopens the store. With no argument, prints the setting."},
+		{name: "rowcache", args: "[off|BYTES]", summary: "set the row cache's size (off by default)", max: 1, run: cmdRowCache,
+			detail: "The row cache keeps, per table and key, what a lookup in that table found, so a repeated get reads no block; explain get shows its hits and stats its hits, misses and size. Like bloom, this reopens the store (the row cache starts empty). With no argument, prints the setting."},
 		{name: "explain", args: "get KEY", summary: "look KEY up and print each step: memtables, tables, filters, block reads", min: 2, max: 2, inBatch: true, run: cmdExplain},
 		{name: "open", args: "DIR", summary: "close this store and open (or create) the one in DIR", min: 1, max: 1, noDB: true, run: cmdOpen,
 			detail: "The bloom and autocompact settings carry over. A directory that holds files but no store is refused, and the current store stays open if DIR cannot be opened."},
+		{name: "check", args: "[DIR]", summary: "verify the store in DIR (default: this one) and list every problem", max: 1, noDB: true, run: cmdCheck,
+			detail: "Reads the MANIFEST record by record, every block of every live table and every live WAL, and compares the MANIFEST with the files present. Prints consistent, or each problem with its file and offset. Files a crash left behind that Open would remove are not problems. The store is closed for the check (it takes the store's lock) and opened again after it."},
+		{name: "repair", args: "[DIR]", summary: "rebuild the store in DIR (default: this one) from the intact records of its tables and WALs", max: 1, noDB: true, run: cmdRepair,
+			detail: "For a store that will not open, or that check finds damaged: the intact records of every table and WAL are merged, newest version first, into new tables and a new MANIFEST. Damaged files are moved to DIR/lost/, never deleted; records in a damaged block or past a damaged WAL record are lost. Prints what it did. The store is closed for the repair and opened again after it."},
 		{name: "help", args: "[CMD]", summary: "list the commands, or describe one", max: 1, inBatch: true, noDB: true, run: cmdHelp},
 		{name: "quit", summary: "close the store and leave (also exit, or end of input)", inBatch: true, noDB: true, run: cmdQuit},
 		{name: "exit", summary: "same as quit", inBatch: true, noDB: true, run: cmdQuit},
@@ -519,6 +525,36 @@ func cmdAutocompact(sh *shell, args []string, _ map[string]string) error {
 	return nil
 }
 
+func cmdRowCache(sh *shell, args []string, _ map[string]string) error {
+	if len(args) == 0 {
+		if sh.opts.RowCacheSize == 0 {
+			fmt.Fprintln(sh.out, "the row cache is off")
+		} else {
+			fmt.Fprintf(sh.out, "the row cache holds up to %d bytes\n", sh.opts.RowCacheSize)
+		}
+		return nil
+	}
+	size := 0
+	if args[0] != "off" {
+		n, err := parseInt("BYTES", args[0], 1)
+		if err != nil {
+			return errors.New("usage: rowcache [off|BYTES]")
+		}
+		size = n
+	}
+	opts := sh.opts
+	opts.RowCacheSize = size
+	if err := sh.reopen(opts); err != nil {
+		return err
+	}
+	if size == 0 {
+		fmt.Fprintf(sh.out, "closed and reopened %s: the row cache is off\n", sh.dir)
+	} else {
+		fmt.Fprintf(sh.out, "closed and reopened %s: the row cache holds up to %d bytes\n", sh.dir, size)
+	}
+	return nil
+}
+
 func onOff(on bool) string {
 	if on {
 		return "on"
@@ -580,7 +616,7 @@ func writeTrace(w io.Writer, t *shale.LookupTrace) {
 	var disk, cached, checked, skipped, falsePos int
 	for i, s := range t.Steps {
 		keyRange := ""
-		if s.FileNum != 0 {
+		if s.FileNum != 0 && !s.RowCacheHit { // a row cache step names its table above it
 			keyRange = fmt.Sprintf("[%s .. %s]", formatBytes(s.Smallest), formatBytes(s.Largest))
 		}
 		outcome := s.Outcome

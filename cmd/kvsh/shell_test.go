@@ -28,6 +28,10 @@ import (
 //	lock dir=D         open the store in D outside kvsh and hold it open
 //	write-file path=P  create P (and its directory) with the input
 //	ls dir=D           list the files in D
+//	flip path=P offset=N   flip a bit of the byte at offset N of P, or of
+//	                   the one file P matches as a pattern (N < 0: from the end)
+//	tool cmd=C [dir=D] run kvsh C D (C is check or repair), printing its
+//	                   output and its error
 func TestShell(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		path, err := filepath.Abs(path)
@@ -95,6 +99,31 @@ func TestShell(t *testing.T) {
 				}
 				if err := os.WriteFile(p, []byte(d.Input), 0o644); err != nil {
 					d.Fatalf(t, "%v", err)
+				}
+			case "flip":
+				var p string
+				var off int
+				d.ScanArgs(t, "path", &p)
+				d.ScanArgs(t, "offset", &off)
+				if m, _ := filepath.Glob(p); len(m) == 1 {
+					p = m[0]
+				}
+				b, err := os.ReadFile(p)
+				if err != nil {
+					d.Fatalf(t, "%v", err)
+				}
+				if off < 0 {
+					off += len(b)
+				}
+				b[off] ^= 0x40
+				if err := os.WriteFile(p, b, 0o644); err != nil {
+					d.Fatalf(t, "%v", err)
+				}
+			case "tool":
+				var name string
+				d.ScanArgs(t, "cmd", &name)
+				if err := tool(&out, name, dir); err != nil {
+					fmt.Fprintf(&out, "error: %v\n", err)
 				}
 			case "ls":
 				entries, err := os.ReadDir(dir)

@@ -28,8 +28,10 @@ type FilterWriter interface {
 	// twice in a row (versions of one key arrive together) costs nothing
 	// extra in the result.
 	AddHash(h uint64)
-	// Finish returns the encoded filter. The writer is not used afterwards.
-	Finish() []byte
+	// Finish returns the encoded filter, or an error when no filter of
+	// this kind can be built for the keys added (a table is then written
+	// without a filter). The writer is not used afterwards.
+	Finish() ([]byte, error)
 }
 
 // Filter answers "may this table hold the key?" with no false negatives.

@@ -21,7 +21,7 @@ func keys(c *Cache) []string {
 	var out []string
 	s := &c.shards[0]
 	for e := s.head.next; e != &s.head; e = e.next {
-		out = append(out, fmt.Sprintf("%d/%d", e.fileNum, e.offset))
+		out = append(out, fmt.Sprintf("%d/%d", e.fileNum, e.key))
 	}
 	return out
 }

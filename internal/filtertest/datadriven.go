@@ -73,3 +73,13 @@ func ParseHex(t *testing.T, input string) []byte {
 	}
 	return b
 }
+
+// Finish returns the filter w built, failing tb if it could not build one.
+func Finish(tb testing.TB, w base.FilterWriter) []byte {
+	tb.Helper()
+	data, err := w.Finish()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
+}

@@ -2,15 +2,15 @@ package manifest
 
 // A VersionEdit is one record of the MANIFEST log: the change from one
 // version to the next. The MANIFEST is a log file in the wal package's
-// framing whose records are encoded edits; replaying them in order from an
-// empty version rebuilds the current one. The first record of every MANIFEST
-// is a snapshot: an edit that adds every live file.
+// framing whose records are encoded edits and commit records; replaying the
+// edits in order from an empty version rebuilds the current one. The first
+// record of every MANIFEST is a snapshot: an edit that adds every live file.
 //
-// Encoding of an edit: a sequence of fields, each a tag varint followed by
-// the tag's payload. Unknown tags are corruption, so a newer format must use
-// a new MANIFEST format version, which is the first field of every edit.
+// Encoding of a record: a sequence of fields, each a tag varint followed by
+// the tag's payload. The first field is always the MANIFEST format version.
+// Unknown tags are corruption, so a newer format must use a new version.
 //
-//	tag 1  format version   uvarint (must be 1)
+//	tag 1  format version   uvarint: 1 or 2 (this code writes 2)
 //	tag 2  next file number uvarint
 //	tag 3  last seqnum      uvarint
 //	tag 4  log number       uvarint: WALs numbered below it are obsolete
@@ -20,11 +20,23 @@ package manifest
 //	                        uvarint smallest seqnum, uvarint largest seqnum,
 //	                        uvarint len + bytes: smallest internal key (encoded),
 //	                        uvarint len + bytes: largest internal key (encoded)
+//	tag 7  commit           no payload; version 2 only, and then the only
+//	                        field after the version: a commit record
+//
+// A commit record follows every edit after the first once the edit is
+// durable, and the DB deletes nothing the edit made obsolete before the
+// commit record is durable too. So when a MANIFEST ends in damage, whatever
+// it cut off was either an edit that never took effect on disk, or a commit
+// record (with perhaps its edit) after which obsolete files may be gone: the
+// DB then checks that the files the surviving version needs are all present.
+// Version 1 MANIFESTs (from before commit records) are still read; their
+// edits count as committed.
 //
 // Varints are encoding/binary's unsigned LEB128. Lengths are checked against
 // the bytes remaining before anything is sliced.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -33,8 +45,11 @@ import (
 	"github.com/shale-db/shale/internal/base"
 )
 
-// formatVersion is the MANIFEST edit format this code writes and reads.
-const formatVersion = 1
+// MANIFEST format versions. This code writes formatVersion and reads both.
+const (
+	formatVersion1 = 1 // edits only, no commit records
+	formatVersion  = 2 // commit records after edits
+)
 
 const (
 	tagFormatVersion = 1
@@ -43,6 +58,7 @@ const (
 	tagLogNum        = 4
 	tagDeletedFile   = 5
 	tagNewFile       = 6
+	tagCommit        = 7
 )
 
 // DeletedFile names a file removed from a level.
@@ -104,6 +120,12 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 	return dst
 }
 
+// commitRecord is the one encoding of a commit record.
+var commitRecord = []byte{tagFormatVersion, formatVersion, tagCommit}
+
+// AppendCommit appends the encoding of a commit record to dst.
+func AppendCommit(dst []byte) []byte { return append(dst, commitRecord...) }
+
 var errEdit = errors.New("malformed version edit")
 
 type editDecoder struct{ b []byte }
@@ -138,88 +160,101 @@ func (d *editDecoder) key() (base.InternalKey, error) {
 	return k.Clone(), nil
 }
 
-// DecodeEdit decodes one edit. file names the MANIFEST in errors, which match
-// base.ErrCorruption. The edit shares no memory with b.
-func DecodeEdit(b []byte, file string) (*VersionEdit, error) {
+// Record is one decoded MANIFEST record: an edit or a commit record.
+type Record struct {
+	// Version is the format version the record was written in.
+	Version int
+	// Edit is the version edit, or nil for a commit record.
+	Edit *VersionEdit
+}
+
+// DecodeRecord decodes one MANIFEST record. file names the MANIFEST in
+// errors, which match base.ErrCorruption. The edit shares no memory with b.
+func DecodeRecord(b []byte, file string) (Record, error) {
 	e := &VersionEdit{}
 	d := &editDecoder{b: b}
-	corrupt := func(err error) error {
-		return base.CorruptionErrorf(file, -1, "version edit byte %d: %v", len(b)-len(d.b), err)
+	corrupt := func(err error) (Record, error) {
+		return Record{}, base.CorruptionErrorf(file, -1, "version edit byte %d: %v", len(b)-len(d.b), err)
 	}
-	first := true
+	version := 0
 	for len(d.b) > 0 {
 		tag, err := d.uvarint()
 		if err != nil {
-			return nil, corrupt(err)
+			return corrupt(err)
 		}
-		if first != (tag == tagFormatVersion) {
-			return nil, corrupt(fmt.Errorf("%w: format version must come first, once", errEdit))
+		if (version == 0) != (tag == tagFormatVersion) {
+			return corrupt(fmt.Errorf("%w: format version must come first, once", errEdit))
 		}
-		first = false
 		switch tag {
 		case tagFormatVersion:
 			v, err := d.uvarint()
 			if err != nil {
-				return nil, corrupt(err)
+				return corrupt(err)
 			}
-			if v != formatVersion {
-				return nil, corrupt(fmt.Errorf("unknown MANIFEST format version %d", v))
+			if v != formatVersion1 && v != formatVersion {
+				return corrupt(fmt.Errorf("unknown MANIFEST format version %d", v))
 			}
+			version = int(v)
+		case tagCommit:
+			if !bytes.Equal(b, commitRecord) {
+				return corrupt(fmt.Errorf("%w: a commit record is exactly %x", errEdit, commitRecord))
+			}
+			return Record{Version: version}, nil
 		case tagNextFileNum:
 			if e.NextFileNum, err = d.uvarint(); err != nil {
-				return nil, corrupt(err)
+				return corrupt(err)
 			}
 		case tagLastSeqNum:
 			v, err := d.uvarint()
 			if err != nil || base.SeqNum(v) > base.MaxSeqNum {
-				return nil, corrupt(errEdit)
+				return corrupt(errEdit)
 			}
 			e.LastSeqNum = base.SeqNum(v)
 		case tagLogNum:
 			if e.LogNum, err = d.uvarint(); err != nil {
-				return nil, corrupt(err)
+				return corrupt(err)
 			}
 		case tagDeletedFile:
 			var df DeletedFile
 			if df.Level, err = d.level(); err != nil {
-				return nil, corrupt(err)
+				return corrupt(err)
 			}
 			if df.FileNum, err = d.uvarint(); err != nil {
-				return nil, corrupt(err)
+				return corrupt(err)
 			}
 			e.Deleted = append(e.Deleted, df)
 		case tagNewFile:
 			var nf NewFile
 			m := &FileMeta{}
 			if nf.Level, err = d.level(); err != nil {
-				return nil, corrupt(err)
+				return corrupt(err)
 			}
 			var s1, s2 uint64
 			for _, p := range []*uint64{&m.FileNum, &m.Size, &s1, &s2} {
 				if *p, err = d.uvarint(); err != nil {
-					return nil, corrupt(err)
+					return corrupt(err)
 				}
 			}
 			m.SmallestSeq, m.LargestSeq = base.SeqNum(s1), base.SeqNum(s2)
 			if m.Smallest, err = d.key(); err != nil {
-				return nil, corrupt(err)
+				return corrupt(err)
 			}
 			if m.Largest, err = d.key(); err != nil {
-				return nil, corrupt(err)
+				return corrupt(err)
 			}
 			if base.Compare(m.Smallest, m.Largest) > 0 {
-				return nil, corrupt(fmt.Errorf("%w: file %06d smallest key after largest", errEdit, m.FileNum))
+				return corrupt(fmt.Errorf("%w: file %06d smallest key after largest", errEdit, m.FileNum))
 			}
 			nf.Meta = m
 			e.Added = append(e.Added, nf)
 		default:
-			return nil, corrupt(fmt.Errorf("%w: unknown tag %d", errEdit, tag))
+			return corrupt(fmt.Errorf("%w: unknown tag %d", errEdit, tag))
 		}
 	}
-	if first {
-		return nil, corrupt(fmt.Errorf("%w: empty", errEdit))
+	if version == 0 {
+		return corrupt(fmt.Errorf("%w: empty", errEdit))
 	}
-	return e, nil
+	return Record{Version: version, Edit: e}, nil
 }
 
 // Apply returns the version that results from applying e to v; v is not

@@ -27,12 +27,37 @@ func TestEditRoundTrip(t *testing.T) {
 		Deleted:     []DeletedFile{{Level: 0, FileNum: 7}, {Level: 3, FileNum: 9}},
 		Added:       []NewFile{{Level: 1, Meta: file(12, "a", "m", 5, 9)}, {Level: 6, Meta: file(13, "", "\x00\xff", 1, 2)}},
 	}
-	got, err := DecodeEdit(e.Encode(nil), "MANIFEST-000001")
+	got, err := DecodeRecord(e.Encode(nil), "MANIFEST-000001")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, e) {
-		t.Fatalf("round trip:\n got %+v\nwant %+v", got, e)
+	if got.Version != formatVersion || !reflect.DeepEqual(got.Edit, e) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", got.Edit, e)
+	}
+	c, err := DecodeRecord(AppendCommit(nil), "MANIFEST-000001")
+	if err != nil || c.Edit != nil || c.Version != formatVersion {
+		t.Fatalf("commit record decodes as %+v, %v", c, err)
+	}
+}
+
+// TestDecodeVersion1: an edit written in format version 1 (before commit
+// records) still decodes; a commit record claiming version 1, or with
+// anything besides the version, is corruption.
+func TestDecodeVersion1(t *testing.T) {
+	v1 := []byte{tagFormatVersion, formatVersion1, tagNextFileNum, 9, tagLogNum, 4}
+	r, err := DecodeRecord(v1, "M")
+	if err != nil || r.Version != formatVersion1 || r.Edit.NextFileNum != 9 || r.Edit.LogNum != 4 {
+		t.Fatalf("version 1 edit decodes as %+v, %v", r, err)
+	}
+	for _, b := range [][]byte{
+		{tagFormatVersion, formatVersion1, tagCommit},
+		{tagFormatVersion, formatVersion, tagNextFileNum, 9, tagCommit},
+		{tagFormatVersion, formatVersion, tagCommit, tagLogNum, 4},
+		{tagFormatVersion, 3, tagCommit},
+	} {
+		if _, err := DecodeRecord(b, "M"); !errors.Is(err, base.ErrCorruption) {
+			t.Fatalf("%x: %v, want ErrCorruption", b, err)
+		}
 	}
 }
 
@@ -74,10 +99,10 @@ func TestDecodeCorrupt(t *testing.T) {
 	// record checksums catch that); a cut inside a field is corruption.
 	errs := 0
 	for i := 0; i < len(good); i++ {
-		e, err := DecodeEdit(good[:i], "M")
+		r, err := DecodeRecord(good[:i], "M")
 		switch {
 		case err == nil:
-			if string(e.Encode(nil)) != string(good[:i]) {
+			if string(r.Edit.Encode(nil)) != string(good[:i]) {
 				t.Fatalf("truncated to %d bytes: decoded an edit that is not those bytes", i)
 			}
 		case !errors.Is(err, base.ErrCorruption):
@@ -91,19 +116,26 @@ func TestDecodeCorrupt(t *testing.T) {
 	}
 }
 
-func FuzzDecodeEdit(f *testing.F) {
+func FuzzDecodeRecord(f *testing.F) {
 	f.Add((&VersionEdit{NextFileNum: 3, LogNum: 2, Added: []NewFile{{1, file(2, "a", "b", 1, 2)}}}).Encode(nil))
 	f.Add((&VersionEdit{Deleted: []DeletedFile{{6, 1}}}).Encode(nil))
+	f.Add(AppendCommit(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		e, err := DecodeEdit(b, "M")
+		r, err := DecodeRecord(b, "M")
 		if err != nil {
 			if !errors.Is(err, base.ErrCorruption) {
 				t.Fatalf("error %v does not match ErrCorruption", err)
 			}
 			return
 		}
-		again, err := DecodeEdit(e.Encode(nil), "M")
-		if err != nil || !reflect.DeepEqual(again, e) {
+		if r.Edit == nil {
+			if string(b) != string(AppendCommit(nil)) {
+				t.Fatalf("%x decoded as a commit record", b)
+			}
+			return
+		}
+		again, err := DecodeRecord(r.Edit.Encode(nil), "M")
+		if err != nil || !reflect.DeepEqual(again.Edit, r.Edit) {
 			t.Fatalf("re-encoding a decoded edit: %v", err)
 		}
 	})

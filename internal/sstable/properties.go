@@ -27,7 +27,10 @@ type Properties struct {
 	FilterSize              uint64 // bytes of the filter; 0 without one
 	NumDataBlocks           uint64
 	FilterPolicy            string // the filter policy's name; "" without one
-	FormatVersion           uint32
+	// FilterError says why the table has no filter although its writer
+	// was given a policy: the policy's name and the error building it.
+	FilterError   string
+	FormatVersion uint32
 }
 
 // FilterBitsPerKey is the filter's measured size per distinct user key:
@@ -52,6 +55,8 @@ func (p *Properties) String() string {
 	fmt.Fprintf(&b, "index: %d bytes\n", p.IndexSize)
 	if p.FilterPolicy != "" {
 		fmt.Fprintf(&b, "filter: %s, %d bytes, %.2f bits/key\n", p.FilterPolicy, p.FilterSize, p.FilterBitsPerKey())
+	} else if p.FilterError != "" {
+		fmt.Fprintf(&b, "filter: none (%s)\n", p.FilterError)
 	} else {
 		b.WriteString("filter: none\n")
 	}
@@ -87,6 +92,9 @@ func (p *Properties) encode() []byte {
 	if p.FilterPolicy != "" {
 		props["filter-policy"] = []byte(p.FilterPolicy)
 	}
+	if p.FilterError != "" {
+		props["filter-error"] = []byte(p.FilterError)
+	}
 	if p.NumEntries > 0 {
 		props["smallest"] = p.Smallest.Append(nil)
 		props["largest"] = p.Largest.Append(nil)
@@ -112,6 +120,8 @@ func decodeProperties(file string, off int64, data []byte) (*Properties, error) 
 		switch name {
 		case "filter-policy":
 			p.FilterPolicy = string(v)
+		case "filter-error":
+			p.FilterError = string(v)
 		case "smallest", "largest":
 			k, ok := base.DecodeInternalKey(v)
 			bad = !ok

@@ -19,6 +19,9 @@ type ReaderOptions struct {
 	// Cache holds data blocks across reads. nil: every data block is read
 	// from the file.
 	Cache *cache.Cache
+	// RowCache holds Get's answers across reads, keyed by FileNum and user
+	// key. nil: no row cache.
+	RowCache *RowCache
 	// Filters are the filter policies the reader knows, matched by name. A
 	// table whose filter is of none of them is read without its filter.
 	Filters []base.FilterPolicy
@@ -53,6 +56,10 @@ type GetTrace struct {
 	// FalsePositive is whether the filter said "maybe" for a user key the
 	// table holds no entry for.
 	FalsePositive bool
+	// RowCacheChecked is whether Get consulted the row cache (after the
+	// filter said "maybe"); RowCacheHit is whether the row cache answered,
+	// in which case no block was read.
+	RowCacheChecked, RowCacheHit bool
 	// BlocksFromDisk and BlocksFromCache count the data blocks Get read
 	// from the file and from the cache.
 	BlocksFromDisk, BlocksFromCache int
@@ -72,7 +79,14 @@ func (t *GetTrace) String() string {
 	case t.FilterChecked:
 		filter = "definitely not"
 	}
-	s := fmt.Sprintf("filter: %s; blocks: %d from disk, %d from cache", filter, t.BlocksFromDisk, t.BlocksFromCache)
+	s := fmt.Sprintf("filter: %s; ", filter)
+	switch {
+	case t.RowCacheHit:
+		s += "row cache: hit; "
+	case t.RowCacheChecked:
+		s += "row cache: miss; "
+	}
+	s += fmt.Sprintf("blocks: %d from disk, %d from cache", t.BlocksFromDisk, t.BlocksFromCache)
 	if len(t.BlockOffsets) > 0 {
 		s += fmt.Sprintf(" (offsets %s)", strings.Trim(fmt.Sprint(t.BlockOffsets), "[]"))
 	}
@@ -246,13 +260,14 @@ func (r *Reader) dataBlock(h blockHandle, trace *GetTrace) ([]byte, error) {
 // Get returns the newest entry for ukey with seqnum <= seq. found reports
 // whether there is one; kind says whether it is a value or a deletion (whose
 // value is empty). The filter is consulted first and a "definitely not"
-// costs no I/O; otherwise the in-memory index names the data block holding
-// the newest version of ukey, and later blocks are read only when versions
-// newer than seq fill the rest of that block.
+// costs no I/O; then the row cache, if the reader has one and seq is at or
+// above the table's largest seqnum; otherwise the in-memory index names the
+// data block holding the newest version of ukey, and later blocks are read
+// only when versions newer than seq fill the rest of that block.
 //
-// value aliases a block that nobody modifies (a cached block, or one read for
-// this call alone); it stays valid, and the caller must not modify it.
-// trace, when not nil, records the lookup.
+// value aliases memory that nobody modifies (a cached block or row, or a
+// block read for this call alone); it stays valid, and the caller must not
+// modify it. trace, when not nil, records the lookup.
 func (r *Reader) Get(ukey []byte, seq base.SeqNum, trace *GetTrace) (value []byte, kind base.Kind, found bool, err error) {
 	if r.filter != nil {
 		r.stats.FilterChecks.Add(1)
@@ -265,6 +280,32 @@ func (r *Reader) Get(ukey []byte, seq base.SeqNum, trace *GetTrace) (value []byt
 			return nil, 0, false, nil
 		}
 	}
+	// Every entry of the table is visible at seq, so the answer is the same
+	// for every such read and may be cached (see RowCache).
+	if rc := r.opts.RowCache; rc != nil && seq >= r.props.LargestSeq {
+		if trace != nil {
+			trace.RowCacheChecked = true
+		}
+		if cached, ok := rc.Get(r.opts.FileNum, string(ukey)); ok {
+			if trace != nil {
+				trace.RowCacheHit = true
+			}
+			if !cached.found {
+				r.countFalsePositive(trace)
+			}
+			return cached.value, cached.kind, cached.found, nil
+		}
+		value, kind, found, err = r.find(ukey, seq, trace)
+		if err == nil {
+			rc.Set(r.opts.FileNum, string(ukey), row{value: append([]byte(nil), value...), kind: kind, found: found})
+		}
+		return value, kind, found, err
+	}
+	return r.find(ukey, seq, trace)
+}
+
+// find is Get after the filter: it reads the table's blocks.
+func (r *Reader) find(ukey []byte, seq base.SeqNum, trace *GetTrace) (value []byte, kind base.Kind, found bool, err error) {
 	// The block the index names holds the newest version of ukey if the
 	// table holds any: when that block has no entry >= the search key, its
 	// separator is a shortened user key below every key of the next block
@@ -284,13 +325,22 @@ func (r *Reader) Get(ukey []byte, seq base.SeqNum, trace *GetTrace) (value []byt
 	if it.err != nil {
 		return nil, 0, false, it.err
 	}
-	if r.filter != nil && !held {
-		r.stats.FilterFalsePositives.Add(1)
-		if trace != nil {
-			trace.FalsePositive = true
-		}
+	if !held {
+		r.countFalsePositive(trace)
 	}
 	return nil, 0, false, nil
+}
+
+// countFalsePositive counts a filter's "maybe" for a key the table holds no
+// entry for.
+func (r *Reader) countFalsePositive(trace *GetTrace) {
+	if r.filter == nil {
+		return
+	}
+	r.stats.FilterFalsePositives.Add(1)
+	if trace != nil {
+		trace.FalsePositive = true
+	}
 }
 
 // NewIter returns an iterator over the whole table.
@@ -314,7 +364,7 @@ func (r *Reader) FilterSize() int { return r.filterSize }
 // IndexSize is the number of bytes of index the reader holds in memory.
 func (r *Reader) IndexSize() int { return len(r.index) }
 
-// Close closes the file. It does not evict the table's blocks from the
-// cache: the table may be opened again (cache.EvictFile is for deleted
+// Close closes the file. It does not evict the table's blocks and rows from
+// the caches: the table may be opened again (EvictFile is for deleted
 // tables).
 func (r *Reader) Close() error { return r.f.Close() }

@@ -73,12 +73,16 @@
 //
 // The filter block holds what the FilterPolicy's writer returned after it
 // was given base.FilterHash of each distinct user key in the table, once.
+// When the writer cannot build a filter for those keys (a binary fuse
+// filter that no seed peels), the table has no filter block and no
+// filter-policy property, and filter-error says why.
 //
 // The properties block maps names to values, sorted by name, restart
 // interval 16 (readers scan it whole): numbers are uvarints, keys are encoded internal keys, strings are
 // their bytes. The names and meanings are those of the Properties fields:
 //
 //	data-size         uvarint  Properties.DataSize
+//	filter-error      bytes    Properties.FilterError (absent: none)
 //	filter-policy     bytes    Properties.FilterPolicy (absent: no filter)
 //	filter-size       uvarint  Properties.FilterSize
 //	format-version    uvarint  Properties.FormatVersion, = the footer's
@@ -362,13 +366,9 @@ func (w *Writer) finish() error {
 
 	meta := blockWriter{restartInterval: 16}
 	if w.filter != nil {
-		f := w.filter.Finish()
-		w.props.FilterSize = uint64(len(f))
-		h, err := w.writeBlock(f, NoCompression)
-		if err != nil {
+		if err := w.writeFilter(&meta); err != nil {
 			return err
 		}
-		meta.add([]byte("filter."+w.props.FilterPolicy), h.append(nil))
 	}
 
 	index := w.index.finish()
@@ -393,6 +393,25 @@ func (w *Writer) finish() error {
 		return err
 	}
 	return w.f.Sync()
+}
+
+// writeFilter writes the filter block and adds it to meta. A filter that
+// cannot be built for these keys is not an error: the table goes without
+// one, and its properties say so and why.
+func (w *Writer) writeFilter(meta *blockWriter) error {
+	f, err := w.filter.Finish()
+	if err != nil {
+		w.props.FilterError = fmt.Sprintf("%s: %v", w.props.FilterPolicy, err)
+		w.props.FilterPolicy = ""
+		return nil
+	}
+	w.props.FilterSize = uint64(len(f))
+	h, err := w.writeBlock(f, NoCompression)
+	if err != nil {
+		return err
+	}
+	meta.add([]byte("filter."+w.props.FilterPolicy), h.append(nil))
+	return nil
 }
 
 // Abort gives up on the table: it closes the file without finishing it. The

@@ -3,6 +3,7 @@ package sstable
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/shale-db/shale/bloom"
@@ -167,5 +168,42 @@ func TestUnknownFilter(t *testing.T) {
 	}
 	if r.Properties().FilterPolicy != bloom.PolicyName {
 		t.Fatalf("properties name filter %q", r.Properties().FilterPolicy)
+	}
+}
+
+// failingFilter is a filter policy whose writer never builds a filter, as
+// a binary fuse filter does when no seed peels its keys.
+type failingFilter struct{}
+
+var errNoFilter = errors.New("no filter for these keys")
+
+func (failingFilter) Name() string                       { return "test.failing" }
+func (failingFilter) NewWriter() base.FilterWriter       { return failingFilter{} }
+func (failingFilter) Decode([]byte) (base.Filter, error) { return nil, errNoFilter }
+func (failingFilter) AddHash(uint64)                     {}
+func (failingFilter) Finish() ([]byte, error)            { return nil, errNoFilter }
+
+// TestFilterFails: when the filter cannot be built, the table is written
+// without one, and its properties say which filter failed and why.
+func TestFilterFails(t *testing.T) {
+	fs := vfs.NewMem()
+	entries := []kv{{base.MakeInternalKey([]byte("a"), 1, base.KindSet), []byte("x")}}
+	props := buildTable(t, fs, "t.sst", entries, WriterOptions{FilterPolicy: failingFilter{}})
+	r := openTable(t, fs, "t.sst", ReaderOptions{Filters: []base.FilterPolicy{failingFilter{}}})
+	defer r.Close()
+	const wantErr = "test.failing: no filter for these keys"
+	for name, p := range map[string]*Properties{"written": props, "read": r.Properties()} {
+		if p.FilterPolicy != "" || p.FilterSize != 0 || p.FilterError != wantErr {
+			t.Errorf("%s properties: filter %q, %d bytes, error %q; want none, with error %q",
+				name, p.FilterPolicy, p.FilterSize, p.FilterError, wantErr)
+		}
+	}
+	if !strings.Contains(r.Properties().String(), "filter: none ("+wantErr+")") {
+		t.Errorf("properties do not tell why there is no filter:\n%s", r.Properties())
+	}
+	var trace GetTrace
+	v, _, found, err := r.Get([]byte("a"), base.MaxSeqNum, &trace)
+	if err != nil || !found || string(v) != "x" || trace.FilterChecked || r.FilterSize() != 0 {
+		t.Fatalf("Get(a) = %q, found %v, err %v, trace %s, filter size %d", v, found, err, &trace, r.FilterSize())
 	}
 }

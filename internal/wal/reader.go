@@ -13,43 +13,45 @@ import (
 //
 // # Torn tails and corruption
 //
-// A crash during a write leaves the log ending in part of that write: a
-// prefix of it, or, on file systems that write pages out of order, some of
-// its pages and zeros or stale bytes in place of others. Such a tail is not
-// an error; the log ends before it. Damage anywhere else is corruption. The
-// Reader tells them apart as follows.
+// A crash during a write leaves the log ending in part of the writes since
+// the last sync. Such a tail is not an error; the log ends before it. Damage
+// anywhere else is corruption. The Reader tells them apart as follows.
 //
 // A fragment is bad when its header is cut off by the end of the file, is all
 // zeros, or gives a length that overruns the block or the file, or when its
 // checksum does not match; and also when it is an intact MIDDLE or LAST
-// fragment with no FIRST before it. A record is cut off when the file ends
-// after its FIRST fragment and before its LAST.
+// fragment with no FIRST before it. In both versions a record cut off by the
+// end of the file (after its FIRST fragment, before its LAST) is a torn
+// tail, and an intact FULL or FIRST fragment in place of a record's next
+// MIDDLE or LAST is corruption at the interrupted record's start: the Writer
+// never abandons a record and then writes another.
 //
-//   - A bad fragment at offset o is a torn tail if no intact FULL or FIRST
-//     fragment starts anywhere after o, at any byte position: nothing written
-//     after the damage survived, so the damage is the last write. Next then
-//     returns io.EOF. If an intact record start does follow, Next returns a
-//     *base.CorruptionError for offset o.
-//   - A record cut off by the end of the file is a torn tail: Next returns
-//     io.EOF.
-//   - An intact FULL or FIRST fragment in place of a record's next MIDDLE or
-//     LAST fragment is corruption at the interrupted record's start (the
-//     Writer never abandons a record and then writes another), and so is an
-//     intact fragment of an unknown type.
+// In a version 2 log (see the package doc):
 //
-// Only record starts count as surviving later writes: the pages of a single
-// torn write can survive out of order, so intact MIDDLE and LAST fragments of
-// the torn record itself may follow its damaged start. Every byte position is
-// searched, not only block starts, because damage to a length field loses
-// the fragment boundaries up to the end of the block, and records written
-// after the damage may lie in that same block.
+//   - A bad fragment at offset o is corruption if a COMMIT or END found after
+//     o, on the fragment chains that start at later block starts or as the
+//     last fragment of the file, records a synced offset greater than o.
+//     Otherwise it is a torn tail: Next returns io.EOF.
+//   - The file ending inside a group (after the LOG fragment or a record
+//     fragment, before the COMMIT) is a torn tail.
+//   - An END ends the log: Next returns io.EOF and Ended reports true.
+//     Whatever follows an END is not read.
+//   - Any intact fragment the Writer would never have written where it
+//     stands is corruption: a COMMIT counting other than the records before
+//     it, a record abandoned for another, an END inside a group, a COMMIT or
+//     END whose synced offset lies past itself or before the previous one's,
+//     a LOG fragment after offset 0, a fragment of version 1 or of an
+//     unknown type.
 //
-// What the rule cannot tell apart: damage to the last record of a log looks
-// exactly like a torn write of it, so a log whose last record was synced and
-// later damaged loses that record without an error. And a torn tail whose
-// surviving bytes contain an intact FULL or FIRST fragment, as part of a
-// payload or as stale bytes left by an earlier log, reads as corruption (a
-// false alarm, never lost data).
+// A version 1 log keeps the version 1 rule: a bad fragment at offset o is a
+// torn tail if no intact FULL or FIRST fragment of version 1 starts anywhere
+// after o, at any byte position; otherwise it is corruption. (That rule
+// searches payload bytes, which a value can imitate, and calls pages written
+// back out of order corruption: version 2 replaced it.)
+//
+// When the first fragment of a log is bad, its version is unknown: it is
+// taken as version 2 if an intact fragment of a version 2 type is found on
+// the chains after it (or a COMMIT or END ends the file), else as version 1.
 //
 // After Next returns io.EOF, TornTail says whether the log ended in a torn
 // tail and where the intact log ends, for the DB to report.
@@ -67,10 +69,16 @@ type Reader struct {
 	last     bool  // nothing in the file after block[:n]
 	pos      int   // block offset of the next fragment
 
+	version int   // 0 until the first fragment is read, then 1 or 2
+	open    bool  // version 2: inside a group: read part of it, not its COMMIT
+	pending int   // version 2: records read since the last COMMIT
+	synced  int64 // version 2: the synced offset of the last COMMIT read
+
 	rec    []byte // reassembles a record of several fragments
 	recOff int64  // file offset of the record Next returned last
 	end    int64  // file offset just past the record Next returned last
 	torn   bool
+	ended  bool
 	err    error // sticky: io.EOF, corruption or an I/O error
 }
 
@@ -83,9 +91,10 @@ func NewReader(r io.ReaderAt, fileName string) *Reader {
 }
 
 // Next returns the next record. The record is valid until the next call. At
-// the end of the log, clean or torn, it returns io.EOF; damage in the middle
-// of the log gives a *base.CorruptionError; an error reading the file is
-// returned wrapped. After an error Next returns the same error again.
+// the end of the log, clean, torn or at an end marker, it returns io.EOF;
+// damage in the middle of the log gives a *base.CorruptionError; an error
+// reading the file is returned wrapped. After an error Next returns the same
+// error again.
 func (r *Reader) Next() ([]byte, error) {
 	if r.err != nil {
 		return nil, r.err
@@ -113,6 +122,10 @@ func (r *Reader) TornTail() (offset int64, ok bool) {
 	return r.end, true
 }
 
+// Ended reports whether the log ended at an end marker (Writer.MarkEnd): it
+// was closed cleanly. It reports false until Next has returned io.EOF.
+func (r *Reader) Ended() bool { return r.ended }
+
 // fragment is an intact fragment.
 type fragment struct {
 	off     int64 // file offset of its header
@@ -126,31 +139,55 @@ func (r *Reader) next() ([]byte, error) {
 	for {
 		f, bad, err := r.fragment()
 		switch {
-		case err == io.EOF && start >= 0:
-			r.torn = true // the record is cut off
+		case err == io.EOF && (start >= 0 || r.open):
+			r.torn = true // a record or a group is cut off
 			return nil, io.EOF
 		case err != nil:
 			return nil, err
 		case bad != "":
-			return nil, r.tornOrCorrupt(f.off, bad)
+			return nil, r.damaged(f.off, bad)
 		}
-		switch f.typ {
-		case typeFull, typeFirst:
+		typ := f.typ
+		if r.version == 0 {
+			if typ == typeLog {
+				if err := r.readVersion(f); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			r.version = 1
+		}
+		if r.version == 2 {
+			switch typ {
+			case typeCommit, typeEnd:
+				if err := r.commit(f, start); err != nil {
+					return nil, err
+				}
+				continue
+			case typeFull, typeFirst, typeMiddle, typeLast:
+				typ -= typeFull - typeFull1 // the record rules are version 1's
+				r.open = true
+			default:
+				return nil, base.CorruptionErrorf(r.file, f.off, "unexpected %s fragment in a version 2 log", typeName(typ))
+			}
+		}
+		switch typ {
+		case typeFull1, typeFirst1:
 			if start >= 0 {
 				return nil, base.CorruptionErrorf(r.file, start,
 					"record has no LAST fragment: a new record starts at offset %d", f.off)
 			}
 			start = f.off
-			if f.typ == typeFull {
+			if typ == typeFull1 {
 				return r.done(start, f.payload), nil
 			}
 			r.rec = append(r.rec, f.payload...)
-		case typeMiddle, typeLast:
+		case typeMiddle1, typeLast1:
 			if start < 0 {
-				return nil, r.tornOrCorrupt(f.off, fmt.Sprintf("%s fragment outside a record", typeName(f.typ)))
+				return nil, r.damaged(f.off, fmt.Sprintf("%s fragment outside a record", typeName(f.typ)))
 			}
 			r.rec = append(r.rec, f.payload...)
-			if f.typ == typeLast {
+			if typ == typeLast1 {
 				return r.done(start, r.rec), nil
 			}
 		default:
@@ -159,11 +196,63 @@ func (r *Reader) next() ([]byte, error) {
 	}
 }
 
+// readVersion reads the LOG fragment f at offset 0.
+func (r *Reader) readVersion(f fragment) error {
+	if len(f.payload) != logSize-headerSize {
+		return base.CorruptionErrorf(r.file, f.off, "LOG fragment of %d bytes", len(f.payload))
+	}
+	if v := binary.LittleEndian.Uint32(f.payload); v != version {
+		return base.CorruptionErrorf(r.file, f.off, "unknown log format version %d (this build reads versions 1 and 2)", v)
+	}
+	r.version = 2
+	r.open = true // the LOG fragment is written with the first group
+	return nil
+}
+
+// commit checks the COMMIT or END fragment f, read while the record that
+// starts at start (or none, -1) was being reassembled, and takes it in. At
+// an END it returns io.EOF.
+func (r *Reader) commit(f fragment, start int64) error {
+	what := typeName(f.typ)
+	synced, n, ok := parseCommit(f.typ, f.payload)
+	switch {
+	case !ok:
+		return base.CorruptionErrorf(r.file, f.off, "%s fragment of %d bytes", what, len(f.payload))
+	case start >= 0:
+		return base.CorruptionErrorf(r.file, start, "record has no LAST fragment: a %s starts at offset %d", what, f.off)
+	case n != r.pending:
+		return base.CorruptionErrorf(r.file, f.off, "%s counts %d records, but %d precede it", what, n, r.pending)
+	case synced > f.off || synced < r.synced || f.typ == typeEnd && synced != f.off:
+		return base.CorruptionErrorf(r.file, f.off, "%s records synced offset %d (the one before recorded %d)", what, synced, r.synced)
+	}
+	r.synced, r.pending, r.open = synced, 0, false
+	if f.typ == typeEnd {
+		r.ended = true
+		return io.EOF
+	}
+	return nil
+}
+
+// parseCommit decodes the payload of a COMMIT or END fragment: the synced
+// offset and, for a COMMIT, the record count (an END's is 0).
+func parseCommit(typ byte, p []byte) (synced int64, n int, ok bool) {
+	switch {
+	case typ == typeCommit && len(p) == commitSize-headerSize:
+		n = int(binary.LittleEndian.Uint32(p[8:]))
+	case typ == typeEnd && len(p) == endSize-headerSize:
+	default:
+		return 0, 0, false
+	}
+	synced = int64(binary.LittleEndian.Uint64(p))
+	return synced, n, synced >= 0
+}
+
 // done notes that the record rec, starting at start, is complete: its last
 // fragment is the one just read. It returns rec.
 func (r *Reader) done(start int64, rec []byte) []byte {
 	r.recOff = start
 	r.end = r.blockOff + int64(r.pos)
+	r.pending++
 	return rec
 }
 
@@ -172,7 +261,7 @@ func (r *Reader) done(start int64, rec []byte) []byte {
 // fragment it returns bad, saying why, with f.off set and the read position
 // left where it was.
 func (r *Reader) fragment() (f fragment, bad string, err error) {
-	for blockSize-r.pos < headerSize { // the rest of the block is padding
+	for blockSize-r.pos < minRoom(r.version) { // the rest of the block is padding
 		if r.last {
 			return f, "", io.EOF
 		}
@@ -181,29 +270,37 @@ func (r *Reader) fragment() (f fragment, bad string, err error) {
 		}
 	}
 	f.off = r.blockOff + int64(r.pos)
-	rest := r.block[r.pos:r.n]
-	if len(rest) == 0 {
+	if r.pos == r.n {
 		return f, "", io.EOF
 	}
+	f.typ, f.payload, bad = parse(r.block[:r.n], r.pos)
+	if bad == "" {
+		r.pos += headerSize + len(f.payload)
+	}
+	return f, bad, nil
+}
+
+// parse checks the fragment at offset p of b, the bytes of a block read from
+// the file (p < len(b)), and returns its type and payload, or why it is not
+// intact.
+func parse(b []byte, p int) (typ byte, payload []byte, bad string) {
+	rest := b[p:]
 	if len(rest) < headerSize {
-		return f, "fragment header cut off by the end of the file", nil
+		return 0, nil, "fragment header cut off by the end of the file"
 	}
 	length := int(binary.LittleEndian.Uint16(rest[4:]))
 	end := headerSize + length
 	switch {
 	case bytes.Equal(rest[:headerSize], zeroHeader[:]):
-		return f, "zeroed fragment header", nil
-	case r.pos+end > blockSize:
-		return f, fmt.Sprintf("fragment length %d overruns its block", length), nil
+		return 0, nil, "zeroed fragment header"
+	case p+end > blockSize:
+		return 0, nil, fmt.Sprintf("fragment length %d overruns its block", length)
 	case end > len(rest):
-		return f, fmt.Sprintf("fragment length %d overruns the end of the file", length), nil
+		return 0, nil, fmt.Sprintf("fragment length %d overruns the end of the file", length)
 	case checksum(rest[4:end]) != binary.LittleEndian.Uint32(rest):
-		return f, "fragment checksum mismatch", nil
+		return 0, nil, "fragment checksum mismatch"
 	}
-	r.pos += end
-	f.typ = rest[6]
-	f.payload = rest[headerSize:end]
-	return f, "", nil
+	return rest[6], rest[headerSize:end], ""
 }
 
 var zeroHeader [headerSize]byte
@@ -221,42 +318,125 @@ func (r *Reader) nextBlock() error {
 	return nil
 }
 
-// tornOrCorrupt decides, by the rule on Reader, what the bad fragment at off
-// in the current block is: a torn tail (io.EOF) or corruption. It reads the
+// claim is a COMMIT or END found after damage.
+type claim struct {
+	off    int64 // its offset
+	typ    byte
+	synced int64
+}
+
+// damaged decides, by the rule on Reader, what the bad fragment at off in
+// the current block is: a torn tail (io.EOF) or corruption. It reads the
 // rest of the file.
-func (r *Reader) tornOrCorrupt(off int64, reason string) error {
-	p := int(off-r.blockOff) + 1
-	for {
-		for ; p+headerSize <= r.n; p++ {
-			if r.intactStart(p) {
-				return base.CorruptionErrorf(r.file, off,
-					"%s, and an intact record starts at offset %d", reason, r.blockOff+int64(p))
-			}
+func (r *Reader) damaged(off int64, reason string) error {
+	sawV2 := false         // a version 2 fragment follows off
+	var found *claim       // the first COMMIT or END after off that claims a sync past it
+	var v1Start int64 = -1 // the first intact version 1 record start after off
+	note := func(c claim) {
+		sawV2 = true
+		if found == nil && c.off > off && c.synced > off {
+			found = &c
+		}
+	}
+	for p := int(off-r.blockOff) + 1; ; p = 0 {
+		if r.version != 2 && v1Start < 0 {
+			v1Start = r.v1RecordStart(p)
+		}
+		if p == 0 {
+			r.chain(note)
+		}
+		if r.version == 2 && found != nil || r.version == 1 && v1Start >= 0 {
+			break // decided: nothing further can change the verdict
 		}
 		if r.last {
-			r.torn = true
-			return io.EOF
+			r.lastCommit(note)
+			break
 		}
 		if err := r.nextBlock(); err != nil {
 			return err
 		}
-		p = 0
+	}
+	v2 := r.version == 2 || r.version == 0 && sawV2
+	switch {
+	case v2 && found != nil:
+		return base.CorruptionErrorf(r.file, off, "%s, and the %s at offset %d records the log as synced up to offset %d",
+			reason, typeName(found.typ), found.off, found.synced)
+	case !v2 && v1Start >= 0:
+		return base.CorruptionErrorf(r.file, off, "%s, and an intact record starts at offset %d", reason, v1Start)
+	}
+	r.torn = true
+	return io.EOF
+}
+
+// chain follows the chain of intact fragments from the start of the current
+// block, calls note for each version 2 fragment on it (with its synced
+// offset, if it is a COMMIT or END, else -1), and stops at the first bad
+// fragment or the end of the block.
+func (r *Reader) chain(note func(claim)) {
+	for p := 0; p < r.n && blockSize-p >= commitSize; {
+		typ, payload, bad := parse(r.block[:r.n], p)
+		if bad != "" {
+			return
+		}
+		if typ >= typeLog && typ <= typeLast {
+			c := claim{off: r.blockOff + int64(p), typ: typ, synced: -1}
+			if synced, _, ok := parseCommit(typ, payload); ok {
+				c.synced = synced
+			}
+			note(c)
+		}
+		p += headerSize + len(payload)
 	}
 }
 
-// intactStart reports whether an intact FULL or FIRST fragment starts at
-// block offset p, with at least a header's bytes there.
-func (r *Reader) intactStart(p int) bool {
-	h := r.block[p:r.n]
-	if h[6] != typeFull && h[6] != typeFirst {
-		return false
+// lastCommit calls note for an intact COMMIT or END that ends the file, in
+// the last block.
+func (r *Reader) lastCommit(note func(claim)) {
+	for _, size := range []int{commitSize, endSize} {
+		p := r.n - size
+		if p < 0 || blockSize-p < commitSize {
+			continue
+		}
+		typ, payload, bad := parse(r.block[:r.n], p)
+		if bad != "" || typ != typeCommit && typ != typeEnd {
+			continue
+		}
+		if synced, _, ok := parseCommit(typ, payload); ok && headerSize+len(payload) == size {
+			note(claim{off: r.blockOff + int64(p), typ: typ, synced: synced})
+		}
 	}
-	end := headerSize + int(binary.LittleEndian.Uint16(h[4:]))
-	return end <= len(h) && checksum(h[4:end]) == binary.LittleEndian.Uint32(h)
+}
+
+// v1RecordStart returns the file offset of the first intact version 1 FULL
+// or FIRST fragment at block offset p or after in the current block, or -1.
+func (r *Reader) v1RecordStart(p int) int64 {
+	for ; p+headerSize <= r.n; p++ {
+		if t := r.block[p+6]; t != typeFull1 && t != typeFirst1 {
+			continue
+		}
+		if _, _, bad := parse(r.block[:r.n], p); bad == "" {
+			return r.blockOff + int64(p)
+		}
+	}
+	return -1
 }
 
 func typeName(t byte) string {
 	switch t {
+	case typeFull1:
+		return "FULL1"
+	case typeFirst1:
+		return "FIRST1"
+	case typeMiddle1:
+		return "MIDDLE1"
+	case typeLast1:
+		return "LAST1"
+	case typeLog:
+		return "LOG"
+	case typeCommit:
+		return "COMMIT"
+	case typeEnd:
+		return "END"
 	case typeFull:
 		return "FULL"
 	case typeFirst:

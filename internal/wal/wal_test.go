@@ -3,6 +3,7 @@ package wal
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -19,10 +20,16 @@ const testFile = "000001.log"
 
 // TestDataDriven runs the worked examples in testdata/. The commands:
 //
-//	write                 write a new log: one record per input line, either
-//	                      a decimal size (filled with a pattern) or a quoted
-//	                      string; prints the fragment layout: offset, type,
-//	                      payload length
+//	write                 write a new log with a Writer, one input line a
+//	                      step: "sync" (Writer.Sync), "end" (Writer.MarkEnd)
+//	                      or a group of records separated by spaces, each a
+//	                      decimal size (filled with a pattern) or a quoted
+//	                      string without spaces; a group of one is written
+//	                      with WriteRecord, a larger one with WriteGroup.
+//	                      Prints the fragment layout: offset, type, payload
+//	                      length, and what a LOG, COMMIT or END says
+//	write-v1              write a version 1 log, as the previous Writer did:
+//	                      one record per line
 //	hexdump               the log's bytes, 16 to a line
 //	truncate size=N       keep the first N bytes
 //	flip offset=N bit=B   flip one bit
@@ -31,7 +38,8 @@ const testFile = "000001.log"
 //	append-fragment type=T payload=S
 //	                      append an intact fragment of type T (a name or a
 //	                      number) at the end of the file, as no Writer would;
-//	                      a FULL one counts as a written record
+//	                      payload is a string, or hex:... bytes; a FULL or
+//	                      FULL1 one counts as a written record
 //	read                  read the log back: each record's index, offset and
 //	                      size, then how the log ended
 //
@@ -43,13 +51,18 @@ func TestDataDriven(t *testing.T) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
 			case "write":
-				records = records[:0]
-				if d.Input != "" {
-					for _, line := range strings.Split(d.Input, "\n") {
-						records = append(records, parseRecord(t, line, len(records)))
-					}
+				var steps []step
+				for _, line := range lines(d.Input) {
+					steps = append(steps, parseStep(t, line, len(steps)))
 				}
-				log = writeLog(t, records)
+				log, records = writeSteps(t, steps)
+				return dump(log)
+			case "write-v1":
+				records = records[:0]
+				for _, line := range lines(d.Input) {
+					records = append(records, parseRecord(t, line, len(records)))
+				}
+				log = writeV1(records)
 				return dump(log)
 			case "hexdump":
 				var b strings.Builder
@@ -79,9 +92,16 @@ func TestDataDriven(t *testing.T) {
 				var typ, payload string
 				d.ScanArgs(t, "type", &typ)
 				d.ScanArgs(t, "payload", &payload)
-				log = appendFragment(log, parseType(t, typ), []byte(payload))
-				if parseType(t, typ) == typeFull {
-					records = append(records, []byte(payload))
+				p := []byte(payload)
+				if h, ok := strings.CutPrefix(payload, "hex:"); ok {
+					var err error
+					if p, err = hex.DecodeString(h); err != nil {
+						t.Fatal(err)
+					}
+				}
+				log = appendFragment(log, parseType(t, typ), p)
+				if tp := parseType(t, typ); tp == typeFull || tp == typeFull1 {
+					records = append(records, p)
 				}
 			case "read":
 				return readAll(t, log, records)
@@ -93,17 +113,47 @@ func TestDataDriven(t *testing.T) {
 	})
 }
 
-func parseRecord(t *testing.T, line string, index int) []byte {
-	if strings.HasPrefix(line, `"`) {
-		s, err := strconv.Unquote(line)
+func lines(input string) []string {
+	if input == "" {
+		return nil
+	}
+	return strings.Split(input, "\n")
+}
+
+// step is one call to a Writer: a group of records, a Sync or a MarkEnd.
+type step struct {
+	group [][]byte
+	sync  bool
+	end   bool
+}
+
+// parseStep parses a line of the write command; index is the line's number,
+// which seeds the patterns of its records.
+func parseStep(t *testing.T, line string, index int) step {
+	switch line {
+	case "sync":
+		return step{sync: true}
+	case "end":
+		return step{end: true}
+	}
+	var s step
+	for j, item := range strings.Fields(line) {
+		s.group = append(s.group, parseRecord(t, item, 100*index+j))
+	}
+	return s
+}
+
+func parseRecord(t *testing.T, item string, index int) []byte {
+	if strings.HasPrefix(item, `"`) {
+		s, err := strconv.Unquote(item)
 		if err != nil {
-			t.Fatalf("record %s: %v", line, err)
+			t.Fatalf("record %s: %v", item, err)
 		}
 		return []byte(s)
 	}
-	n, err := strconv.Atoi(line)
+	n, err := strconv.Atoi(item)
 	if err != nil {
-		t.Fatalf("record %q: want a size or a quoted string", line)
+		t.Fatalf("record %q: want a size or a quoted string", item)
 	}
 	return pattern(index, n)
 }
@@ -119,7 +169,7 @@ func pattern(i, n int) []byte {
 }
 
 func parseType(t *testing.T, s string) byte {
-	for typ := byte(typeFull); typ <= typeLast; typ++ {
+	for typ := byte(1); typ <= typeLast; typ++ {
 		if typeName(typ) == s {
 			return typ
 		}
@@ -131,9 +181,22 @@ func parseType(t *testing.T, s string) byte {
 	return byte(n)
 }
 
-// writeLog writes records with a Writer to a file in a MemFS and returns the
-// file's bytes. It checks the offsets WriteRecord returns against dump's view.
+// writeLog writes each record as a group of its own, synced, to a new log
+// and returns the log's bytes.
 func writeLog(t testing.TB, records [][]byte) []byte {
+	t.Helper()
+	var steps []step
+	for _, rec := range records {
+		steps = append(steps, step{group: [][]byte{rec}}, step{sync: true})
+	}
+	log, _ := writeSteps(t, steps)
+	return log
+}
+
+// writeSteps runs steps with a Writer on a file in a MemFS and returns the
+// file's bytes and the records written. It checks the offsets WriteRecord
+// returns against walk's view, and Size against the file.
+func writeSteps(t testing.TB, steps []step) (log []byte, records [][]byte) {
 	t.Helper()
 	fs := vfs.NewMem()
 	f, err := fs.Create(testFile)
@@ -142,15 +205,24 @@ func writeLog(t testing.TB, records [][]byte) []byte {
 	}
 	w := NewWriter(f)
 	var offsets []int64
-	for _, rec := range records {
-		off, err := w.WriteRecord(rec)
+	for _, s := range steps {
+		switch {
+		case s.sync:
+			err = w.Sync()
+		case s.end:
+			err = w.MarkEnd()
+		case len(s.group) == 1:
+			var off int64
+			off, err = w.WriteRecord(s.group[0])
+			offsets = append(offsets, off)
+		default:
+			err = w.WriteGroup(s.group)
+			offsets = append(offsets, -1)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		offsets = append(offsets, off)
-	}
-	if err := w.Sync(); err != nil {
-		t.Fatal(err)
+		records = append(records, s.group...)
 	}
 	size := w.Size()
 	if err := w.Close(); err != nil {
@@ -159,14 +231,47 @@ func writeLog(t testing.TB, records [][]byte) []byte {
 	if f, err = fs.Open(testFile); err != nil {
 		t.Fatal(err)
 	}
-	log := make([]byte, size+1)
+	log = make([]byte, size+1)
 	n, err := f.ReadAt(log, 0)
 	if int64(n) != size || err != io.EOF {
 		t.Fatalf("Size() = %d, but the file holds %d bytes (%v)", size, n, err)
 	}
 	log = log[:n]
-	if got := recordStarts(log); fmt.Sprint(got) != fmt.Sprint(offsets) {
-		t.Fatalf("WriteRecord returned offsets %v; the records start at %v", offsets, got)
+	starts := recordStarts(log)
+	if len(starts) != len(records) {
+		t.Fatalf("wrote %d records; the log holds %d", len(records), len(starts))
+	}
+	k := 0
+	for _, s := range steps {
+		if len(s.group) == 1 && offsets[0] != starts[k] {
+			t.Fatalf("WriteRecord returned offset %d; the record starts at %d", offsets[0], starts[k])
+		}
+		if len(s.group) > 0 {
+			offsets = offsets[1:]
+		}
+		k += len(s.group)
+	}
+	return log, records
+}
+
+// writeV1 returns a version 1 log of records, framed as the previous Writer
+// framed them (the hexdump in testdata/v1_framing shows its bytes).
+func writeV1(records [][]byte) []byte {
+	var log []byte
+	for _, p := range records {
+		for first := true; ; first = false {
+			if left := blockSize - len(log)%blockSize; left < headerSize {
+				log = append(log, make([]byte, left)...)
+			}
+			n := min(len(p), blockSize-len(log)%blockSize-headerSize)
+			last := n == len(p)
+			typ := fragmentType(first, last) - (typeFull - typeFull1)
+			log = appendFragment(log, typ, p[:n])
+			p = p[n:]
+			if last {
+				break
+			}
+		}
 	}
 	return log
 }
@@ -189,15 +294,36 @@ type frag struct {
 	off, size int // size includes the header
 	typ       byte
 	padding   bool
+	payload   []byte
 }
 
-// walk splits a log written by a Writer into its fragments and padding. It
-// stops at the first bytes that are not an intact fragment and returns their
-// offset and what is wrong there ("" if none).
+// isStart reports whether f is the first fragment of a record.
+func (f frag) isStart() bool {
+	switch f.typ {
+	case typeFull, typeFirst, typeFull1, typeFirst1:
+		return !f.padding
+	}
+	return false
+}
+
+// isCommit reports whether f is a COMMIT or an END.
+func (f frag) isCommit() bool { return !f.padding && (f.typ == typeCommit || f.typ == typeEnd) }
+
+// synced returns the synced offset of a COMMIT or END.
+func (f frag) synced() int { return int(binary.LittleEndian.Uint64(f.payload)) }
+
+// walk splits a log written by a Writer (of either version, told by its
+// first fragment) into its fragments and padding. It stops at the first
+// bytes that are not an intact fragment and returns their offset and what is
+// wrong there ("" if none).
 func walk(log []byte) (frags []frag, stop int, problem string) {
+	room := commitSize
+	if len(log) > headerSize && log[6] >= typeFull1 && log[6] <= typeLast1 {
+		room = headerSize
+	}
 	pos := 0
 	for pos < len(log) {
-		if left := blockSize - pos%blockSize; left < headerSize {
+		if left := blockSize - pos%blockSize; left < room {
 			n := min(left, len(log)-pos)
 			frags = append(frags, frag{off: pos, size: n, padding: true})
 			pos += n
@@ -214,7 +340,7 @@ func walk(log []byte) (frags []frag, stop int, problem string) {
 		if checksum(log[pos+4:end]) != binary.LittleEndian.Uint32(log[pos:]) {
 			return frags, pos, "bad checksum"
 		}
-		frags = append(frags, frag{off: pos, size: end - pos, typ: log[pos+6]})
+		frags = append(frags, frag{off: pos, size: n, typ: log[pos+6], payload: log[pos+headerSize : end]})
 		pos = end
 	}
 	return frags, pos, ""
@@ -225,7 +351,7 @@ func recordStarts(log []byte) []int64 {
 	frags, _, _ := walk(log)
 	var starts []int64
 	for _, f := range frags {
-		if f.typ == typeFull || f.typ == typeFirst {
+		if f.isStart() {
 			starts = append(starts, int64(f.off))
 		}
 	}
@@ -233,16 +359,26 @@ func recordStarts(log []byte) []int64 {
 }
 
 // dump prints the layout of log: offset, type and payload length of each
-// fragment, the padding, and where the bytes stop making sense.
+// fragment (with what a LOG, COMMIT or END says),
+// the padding, and where the bytes stop making sense.
 func dump(log []byte) string {
 	var b strings.Builder
 	frags, stop, problem := walk(log)
 	for _, f := range frags {
 		if f.padding {
 			fmt.Fprintf(&b, "%6d  padding  %d\n", f.off, f.size)
-		} else {
-			fmt.Fprintf(&b, "%6d  %-7s  %d\n", f.off, typeName(f.typ), f.size-headerSize)
+			continue
 		}
+		fmt.Fprintf(&b, "%6d  %-7s  %d", f.off, typeName(f.typ), f.size-headerSize)
+		switch {
+		case f.typ == typeLog && len(f.payload) == 4:
+			fmt.Fprintf(&b, "  version %d", binary.LittleEndian.Uint32(f.payload))
+		case f.typ == typeCommit && len(f.payload) == 12:
+			fmt.Fprintf(&b, "  synced %d, %d records", f.synced(), binary.LittleEndian.Uint32(f.payload[8:]))
+		case f.typ == typeEnd && len(f.payload) == 8:
+			fmt.Fprintf(&b, "  synced %d", f.synced())
+		}
+		b.WriteString("\n")
 	}
 	if problem != "" {
 		fmt.Fprintf(&b, "%6d  %s\n", stop, problem)
@@ -259,9 +395,13 @@ func readAll(t *testing.T, log []byte, written [][]byte) string {
 	for i := 0; ; i++ {
 		rec, err := r.Next()
 		if err == io.EOF {
-			if off, ok := r.TornTail(); ok {
+			off, torn := r.TornTail()
+			switch {
+			case torn:
 				fmt.Fprintf(&b, "EOF: torn tail, the intact log ends at offset %d\n", off)
-			} else {
+			case r.Ended():
+				b.WriteString("EOF: end marker\n")
+			default:
 				b.WriteString("EOF\n")
 			}
 			break

@@ -1,38 +1,21 @@
 // Package wal frames opaque records in an append-only log file so that a
 // crash in the middle of a write is recognised and cut off cleanly on
-// recovery, while damage anywhere else is reported. The DB writes its batches
-// to such a log (the write-ahead log) and its version edits to another (the
-// MANIFEST); to this package both are just sequences of []byte.
+// recovery, while damage to what was synced is reported. The DB writes its
+// batches to such a log (the write-ahead log) and its version edits to
+// another (the MANIFEST); to this package both are just sequences of []byte.
 //
 // # Format
 //
 // A log is a sequence of 32 KiB (32768-byte) blocks; the last block may be
-// short. A record is stored as one or more fragments, and a fragment never
+// short. Everything in it is stored as fragments, and a fragment never
 // crosses a block boundary. A fragment is a 7-byte header and a payload:
 //
 //	offset  size    field
 //	0       4       checksum, little-endian: the low 32 bits of xxhash64 over
 //	                bytes 4 to 7+length of the fragment (length, type, payload)
 //	4       2       length of the payload in bytes, little-endian
-//	6       1       type: 1 FULL, 2 FIRST, 3 MIDDLE, 4 LAST
+//	6       1       type
 //	7       length  payload
-//
-// A record that fits in what is left of the current block is one FULL
-// fragment; an empty record is a FULL fragment of length 0. A longer record
-// is a FIRST fragment that fills the current block, a MIDDLE fragment for
-// each whole block after it, and a LAST fragment for the rest; the FIRST
-// fragment's payload is empty when exactly 7 bytes were left. When fewer than
-// 7 bytes are left in a block, the writer fills them with zeros and the next
-// fragment starts the next block. So every block starts with a fragment
-// header, and the largest payload a fragment can carry is 32761 bytes.
-//
-// For example, records of 100 and 40000 bytes lay out as
-//
-//	offset  0      FULL    header + 100 bytes
-//	offset  107    FIRST   header + 32654 bytes (the rest of block 0)
-//	offset  32768  LAST    header + 7346 bytes
-//
-// and the log is 40121 bytes long.
 //
 // The checksum covers the length and the type as well as the payload, so a
 // damaged header cannot pass as another intact fragment. It is truncated to
@@ -41,17 +24,95 @@
 // header (what a zero-filled tail reads as) never passes: type 0 is never
 // written and its checksum does not match.
 //
-// # Versions
+// # Version 2 (what Writer writes)
 //
-// Types 1 to 4 are version 1 of the format. The 7-byte header and its
-// checksum rule are fixed for good; a later version adds new type values
-// rather than a file header, so that every fragment stays self-describing. A
-// reader that meets an intact fragment of a type it does not know (one
-// written by a newer version, say) reports corruption rather than skip what
-// it cannot read.
+// Fragment types:
 //
-// Recovery, how a reader tells a torn tail from damage in the middle of a
-// log, is described on Reader.
+//	5   LOG     payload: version, uint32 little-endian, = 2
+//	6   COMMIT  payload: synced offset, uint64 LE; record count, uint32 LE
+//	7   END     payload: synced offset, uint64 LE, = the END's own offset
+//	8   FULL    a whole record
+//	9   FIRST   the first part of a record
+//	10  MIDDLE  a middle part
+//	11  LAST    the last part
+//
+// Record fragments have types of their own, distinct from version 1's, so
+// that every intact fragment tells its version even when the LOG fragment is
+// damaged. The log starts with a LOG fragment at offset 0 (11 bytes),
+// written with the first group. Then come groups: a group is what one WriteGroup (or
+// WriteRecord) call writes, in one write call to the file: its records, then
+// a COMMIT fragment (19 bytes) giving their count and the synced offset, the
+// log size that the Writer's last successful Sync covered when the group was
+// written (0 before any). Every byte before the synced offset is durable, so
+// damage there is no torn write. The COMMIT ends its group, rather than
+// starting it, so that the last group of a log whose last write completed
+// ends the file, where a reader finds it without parsing anything before it.
+//
+// A record that fits in what is left of the current block is one FULL
+// fragment; an empty record is a FULL fragment of length 0. A longer record
+// is a FIRST fragment that fills the current block, a MIDDLE fragment for
+// each whole block after it, and a LAST fragment for the rest. When fewer
+// than 19 bytes (a COMMIT's size) are left in a block, the writer fills them
+// with zeros and the next fragment starts the next block. So every block
+// starts with a fragment header, and the largest payload a fragment can
+// carry is 32761 bytes.
+//
+// A log closed cleanly ends with an END fragment (15 bytes), written by
+// MarkEnd after a Sync and synced itself: it claims every byte before it as
+// durable. Nothing follows it.
+//
+// For example, a group of records of 100 and 40000 bytes written to a new
+// log lays out as
+//
+//	offset  0      LOG     header + 4 bytes (version 2)
+//	offset  11     FULL    header + 100 bytes
+//	offset  118    FIRST   header + 32643 bytes (the rest of block 0)
+//	offset  32768  LAST    header + 7357 bytes
+//	offset  40132  COMMIT  header + 12 bytes (synced offset 0, 2 records)
+//
+// and the log is 40151 bytes long; MarkEnd then appends an END at offset
+// 40151 (synced offset 40151), and the log is 40166 bytes long.
+//
+// # Recovery (version 2)
+//
+// A crash leaves the log ending in part of the writes since the last Sync: a
+// prefix of them, or, when the file system writes pages back out of order,
+// some of their pages and zeros or stale bytes in place of others. The
+// reader reads fragments in order until the first bad one (damaged, cut off,
+// zeroed) at offset o. Damage at o is corruption only if a COMMIT or END
+// written later records a synced offset greater than o: o was durable before
+// that fragment was written, so its damage is no torn write. Otherwise the
+// log is cut at o, a torn tail, and the records before it are kept.
+//
+// The reader must find those later fragments without trusting payload
+// bytes, which a user controls: a value can hold a byte string that looks
+// like an intact COMMIT claiming any offset. So it looks only where the
+// writer put a fragment header. At the start of every block after o's block
+// (the writer starts every block with a fragment) it follows the chain of
+// intact fragments, each one's length giving the next one's offset, until a
+// bad fragment or the end of the block. And it reads the COMMIT or END that
+// ends the file, if the last write completed. The limits: fragments in o's
+// own block after o cannot be found, because o's damage may have hidden
+// where the next fragment starts. So damage to synced bytes goes unreported,
+// and the log is cut there, when it lies in the last group (whose COMMIT
+// claims only what was synced before the group), or when the last write was
+// torn and no later block holds a COMMIT claiming it. A torn write whose last bytes imitate a
+// COMMIT or END at that very offset, or stale bytes that a file system left
+// at a block start (rather than zeros) holding an old log's fragments, can
+// give a false alarm, never lost data.
+//
+// # Version 1 (read, no longer written)
+//
+// Version 1 logs, written before groups existed, have no LOG fragment: they
+// start with a record fragment of type 1 FULL, 2 FIRST, 3 MIDDLE or 4 LAST,
+// laid out as above without LOG, COMMIT or END fragments, and with a block's
+// last 1 to 6 bytes as zero padding (a record can start with 7 bytes left).
+// They are read with the version 1 rule, described on Reader.
+//
+// A later version starts its logs with a LOG fragment giving its number. A
+// log whose LOG fragment gives a version other than 2 is refused with a
+// corruption error naming that version; a reader never guesses at a format
+// it does not know.
 package wal
 
 import (
@@ -67,74 +128,191 @@ import (
 const (
 	blockSize  = 32 << 10
 	headerSize = 7
+
+	// version is the format version Writer writes, in the LOG fragment.
+	version = 2
+
+	logSize    = headerSize + 4     // a LOG fragment
+	commitSize = headerSize + 8 + 4 // a COMMIT fragment
+	endSize    = headerSize + 8     // an END fragment
 )
 
 // Fragment types. 0 is never written.
 const (
-	typeFull   = 1
-	typeFirst  = 2
-	typeMiddle = 3
-	typeLast   = 4
+	// Version 1.
+	typeFull1   = 1
+	typeFirst1  = 2
+	typeMiddle1 = 3
+	typeLast1   = 4
+
+	// Version 2.
+	typeLog    = 5
+	typeCommit = 6
+	typeEnd    = 7
+	typeFull   = 8
+	typeFirst  = 9
+	typeMiddle = 10
+	typeLast   = 11
 )
+
+// minRoom returns the fewest bytes a block must have left for a fragment to
+// start there in a log of version v; fewer are padding.
+func minRoom(v int) int {
+	if v == 2 {
+		return commitSize
+	}
+	return headerSize
+}
 
 // checksum returns the checksum of a fragment given its bytes from offset 4
 // (length, type and payload).
 func checksum(b []byte) uint32 { return uint32(xxhash.Sum64(b)) }
 
-// maxRetainedBuf caps the buffer a Writer keeps between records, so that one
-// huge record does not pin its size in memory for the life of the log.
+// maxRetainedBuf caps the buffer a Writer keeps between groups, so that one
+// huge group does not pin its size in memory for the life of the log.
 const maxRetainedBuf = 1 << 20
 
-var errClosed = errors.New("wal: writer is closed")
+var (
+	errClosed = errors.New("wal: writer is closed")
+	errEnded  = errors.New("wal: log ended: nothing may follow its end marker")
+)
 
 // Writer appends records to a log. It is not safe for concurrent use: the
 // DB's commit leader is its only user at a time.
 //
-// Each record, with any padding before it, goes to the file in one f.Write
-// call, so a group commit costs one write and one Sync. After a Write or Sync
-// of the file fails, the Writer refuses all further writes and returns that
-// error: the file may end in part of a record, and appending more after it
-// would turn a torn tail into corruption in the middle of the log.
+// Each group of records, with its COMMIT and any padding, goes to the file
+// in one f.Write call, so a group commit costs one write and one Sync. After
+// a Write or Sync of the file fails, the Writer refuses all further writes
+// and returns that error: the file may end in part of a group, and appending
+// more after it would turn a torn tail into corruption in the middle of the
+// log.
 type Writer struct {
-	f    vfs.File
-	buf  []byte // the record being framed; reused
-	size int64  // bytes written to f
-	err  error  // sticky
+	f      vfs.File
+	buf    []byte // the group being framed; reused
+	size   int64  // bytes written to f
+	synced int64  // bytes the last successful Sync made durable
+	err    error  // sticky
 }
 
 // NewWriter returns a Writer that appends to f, which must be empty: block
 // boundaries are counted from offset 0.
 func NewWriter(f vfs.File) *Writer { return &Writer{f: f} }
 
-// WriteRecord appends p as one record and returns the offset at which the
-// record starts (the offset Reader.Offset reports for it). The record is
-// passed to the file but is not durable until Sync returns.
+// WriteRecord appends p as a group of one record and returns the offset at
+// which the record starts (the offset Reader.Offset reports for it). The
+// record is passed to the file but is not durable until Sync returns.
 func (w *Writer) WriteRecord(p []byte) (int64, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
-	b := w.buf[:0]
+	b, start := w.appendRecord(w.begin(w.buf[:0]), p)
+	b = w.appendCommit(b, 1)
+	if err := w.write(b); err != nil {
+		return 0, err
+	}
+	return start, nil
+}
+
+// WriteGroup appends recs as one group, in one write call to the file. The
+// records are not durable until Sync returns. An empty group writes nothing.
+func (w *Writer) WriteGroup(recs [][]byte) error {
+	if w.err != nil || len(recs) == 0 {
+		return w.err
+	}
+	b := w.begin(w.buf[:0])
+	for _, p := range recs {
+		b, _ = w.appendRecord(b, p)
+	}
+	return w.write(w.appendCommit(b, len(recs)))
+}
+
+// MarkEnd syncs the log, appends an end marker that claims every byte before
+// it as durable, and syncs again, so that a reader knows the log was closed
+// cleanly and that damage anywhere in it is not a torn write. Nothing may be
+// written after it; Close still closes the file.
+func (w *Writer) MarkEnd() error {
+	if err := w.Sync(); err != nil {
+		return err
+	}
+	b, off := w.appendFragment(w.begin(w.buf[:0]), typeEnd, endSize-headerSize)
+	b = binary.LittleEndian.AppendUint64(b, uint64(off))
+	w.seal(b, off)
+	if err := w.write(b); err != nil {
+		return err
+	}
+	if err := w.Sync(); err != nil {
+		return err
+	}
+	w.err = errEnded
+	return nil
+}
+
+// begin appends the LOG fragment to b if nothing has been written yet.
+func (w *Writer) begin(b []byte) []byte {
+	if w.size > 0 || len(b) > 0 {
+		return b
+	}
+	b, off := w.appendFragment(b, typeLog, logSize-headerSize)
+	b = binary.LittleEndian.AppendUint32(b, version)
+	w.seal(b, off)
+	return b
+}
+
+// appendCommit appends the COMMIT fragment that ends a group of n records.
+func (w *Writer) appendCommit(b []byte, n int) []byte {
+	b, off := w.appendFragment(b, typeCommit, commitSize-headerSize)
+	b = binary.LittleEndian.AppendUint64(b, uint64(w.synced))
+	b = binary.LittleEndian.AppendUint32(b, uint32(n))
+	w.seal(b, off)
+	return b
+}
+
+// appendRecord appends the fragments of record p and returns the log offset
+// of its first one.
+func (w *Writer) appendRecord(b []byte, p []byte) ([]byte, int64) {
 	var start int64
 	for first := true; ; first = false {
-		pos := int((w.size + int64(len(b))) % blockSize)
-		if blockSize-pos < headerSize {
-			b = append(b, make([]byte, blockSize-pos)...)
-			pos = 0
+		left := blockSize - int((w.size+int64(len(b)))%blockSize)
+		if left < commitSize {
+			left = blockSize // appendFragment pads to the next block
 		}
-		if first {
-			start = w.size + int64(len(b))
-		}
-		n := min(len(p), blockSize-pos-headerSize)
+		n := min(len(p), left-headerSize)
 		last := n == len(p)
-		h := len(b)
-		b = append(b, 0, 0, 0, 0, byte(n), byte(n>>8), fragmentType(first, last))
+		var off int64
+		b, off = w.appendFragment(b, fragmentType(first, last), n)
 		b = append(b, p[:n]...)
-		binary.LittleEndian.PutUint32(b[h:], checksum(b[h+4:]))
+		w.seal(b, off)
+		if first {
+			start = off
+		}
 		p = p[n:]
 		if last {
-			break
+			return b, start
 		}
 	}
+}
+
+// appendFragment appends the padding the block needs, if any, and the header
+// of a fragment of type typ with an n-byte payload, which must fit in what
+// is left of the block. It returns the log offset of the header; the caller
+// appends the payload and then calls seal.
+func (w *Writer) appendFragment(b []byte, typ byte, n int) ([]byte, int64) {
+	if pos := int((w.size + int64(len(b))) % blockSize); blockSize-pos < commitSize {
+		b = append(b, make([]byte, blockSize-pos)...)
+	}
+	off := w.size + int64(len(b))
+	return append(b, 0, 0, 0, 0, byte(n), byte(n>>8), typ), off
+}
+
+// seal writes the checksum of the fragment at log offset off, the last one
+// in b (which starts at log offset w.size).
+func (w *Writer) seal(b []byte, off int64) {
+	h := int(off - w.size)
+	binary.LittleEndian.PutUint32(b[h:], checksum(b[h+4:]))
+}
+
+// write writes b, a whole group, to the file in one call.
+func (w *Writer) write(b []byte) error {
 	n, err := w.f.Write(b)
 	if err == nil && n < len(b) {
 		err = io.ErrShortWrite
@@ -144,10 +322,10 @@ func (w *Writer) WriteRecord(p []byte) (int64, error) {
 	}
 	if err != nil {
 		w.err = fmt.Errorf("wal: write failed, log unusable: %w", err)
-		return 0, w.err
+		return w.err
 	}
 	w.size += int64(len(b))
-	return start, nil
+	return nil
 }
 
 func fragmentType(first, last bool) byte {
@@ -173,17 +351,18 @@ func (w *Writer) Sync() error {
 		w.err = fmt.Errorf("wal: sync failed, log unusable: %w", err)
 		return w.err
 	}
+	w.synced = w.size
 	return nil
 }
 
-// Size returns the log's length: the bytes of every record written
-// successfully, with their padding.
+// Size returns the log's length: the bytes of every group written
+// successfully, with their headers and padding.
 func (w *Writer) Size() int64 { return w.size }
 
 // Close closes the file without syncing it: call Sync first to make the
-// records durable. (A log being abandoned, or one written with NoSync, should
-// not pay for an fsync.) Close returns the file's Close error; afterwards
-// every method returns an error.
+// records durable, or MarkEnd to also mark a clean end. (A log being
+// abandoned, or one written with NoSync, should not pay for an fsync.) Close
+// returns the file's Close error; afterwards every method returns an error.
 func (w *Writer) Close() error {
 	if w.err == errClosed {
 		return errClosed

@@ -136,6 +136,76 @@ func TestWriterErrorsAreSticky(t *testing.T) {
 	}
 }
 
+// TestWriteGroupOneWrite checks that a group of records, whatever their
+// sizes, reaches the file in one Write call, that an empty group writes
+// nothing, and that the group reads back in order.
+func TestWriteGroupOneWrite(t *testing.T) {
+	f := &memFile{}
+	w := NewWriter(f)
+	records := sizedRecords(0, 100, 32755, 100_000, 5)
+	if err := w.WriteGroup(records); err != nil || f.writes != 1 {
+		t.Fatalf("WriteGroup() = %v after %d Write calls, want nil after 1", err, f.writes)
+	}
+	if err := w.WriteGroup(nil); err != nil || f.writes != 1 {
+		t.Fatalf("WriteGroup(nil) = %v after %d Write calls, want nil after 1", err, f.writes)
+	}
+	if w.Size() != int64(f.data.Len()) {
+		t.Fatalf("Size() = %d, file holds %d bytes", w.Size(), f.data.Len())
+	}
+	res := read(t, f)
+	checkRecords(t, "read back", res.records, records)
+	if res.err != io.EOF || res.torn || res.ended {
+		t.Fatalf("ended with %v, torn %t, Ended() = %t; want a clean end", res.err, res.torn, res.ended)
+	}
+}
+
+// TestMarkEnd checks that MarkEnd syncs before and after writing the END (so
+// that the END never reaches the disk before what it claims is durable),
+// that the Reader stops there with Ended, and that nothing can be written
+// after it.
+func TestMarkEnd(t *testing.T) {
+	f := &memFile{}
+	w := NewWriter(f)
+	if _, err := w.WriteRecord([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	size := f.data.Len()
+	if err := w.MarkEnd(); err != nil {
+		t.Fatal(err)
+	}
+	if f.syncs != 2 || f.writes != 2 || f.data.Len() != size+endSize {
+		t.Fatalf("MarkEnd: %d syncs, %d writes, %d bytes added; want 2, 2, %d",
+			f.syncs, f.writes, f.data.Len()-size, endSize)
+	}
+	if _, err := w.WriteRecord([]byte("b")); !errors.Is(err, errEnded) {
+		t.Fatalf("WriteRecord after MarkEnd: %v", err)
+	}
+	if err := w.WriteGroup([][]byte{[]byte("b")}); !errors.Is(err, errEnded) {
+		t.Fatalf("WriteGroup after MarkEnd: %v", err)
+	}
+	if err := w.MarkEnd(); !errors.Is(err, errEnded) {
+		t.Fatalf("MarkEnd after MarkEnd: %v", err)
+	}
+	if f.writes != 2 {
+		t.Fatal("the Writer wrote after the END")
+	}
+	if err := w.Close(); err != nil || !f.closed {
+		t.Fatalf("Close() = %v, file closed %t", err, f.closed)
+	}
+	res := read(t, f)
+	checkRecords(t, "read back", res.records, [][]byte{[]byte("a")})
+	if res.err != io.EOF || res.torn || !res.ended {
+		t.Fatalf("ended with %v, torn %t, Ended() = %t; want the end marker", res.err, res.torn, res.ended)
+	}
+
+	// A failed first sync writes no END.
+	f = &memFile{failSync: errors.New("disk on fire")}
+	w = NewWriter(f)
+	if err := w.MarkEnd(); err == nil || f.writes != 0 {
+		t.Fatalf("MarkEnd() = %v after %d writes, want an error and none", err, f.writes)
+	}
+}
+
 func TestWriterClose(t *testing.T) {
 	f := &memFile{}
 	w := NewWriter(f)
@@ -165,14 +235,18 @@ type discardFile struct{ vfs.File }
 
 func (discardFile) Write(p []byte) (int, error) { return len(p), nil }
 
-// TestWriterReusesBuffer checks that writing a record allocates nothing once
-// the Writer's buffer has grown, and that the buffer is not kept after a
-// record too large to keep it for.
+// TestWriterReusesBuffer checks that writing a record or a group allocates
+// nothing once the Writer's buffer has grown, and that the buffer is not
+// kept after a group too large to keep it for.
 func TestWriterReusesBuffer(t *testing.T) {
 	w := NewWriter(discardFile{})
 	rec := make([]byte, 4<<10)
 	if allocs := testing.AllocsPerRun(100, func() { w.WriteRecord(rec) }); allocs != 0 {
 		t.Fatalf("WriteRecord allocates %.1f times per record", allocs)
+	}
+	group := [][]byte{rec, rec[:100], rec}
+	if allocs := testing.AllocsPerRun(100, func() { w.WriteGroup(group) }); allocs != 0 {
+		t.Fatalf("WriteGroup allocates %.1f times per group", allocs)
 	}
 	w.WriteRecord(make([]byte, 2*maxRetainedBuf))
 	if cap(w.buf) > maxRetainedBuf {
