@@ -114,11 +114,15 @@ func (db *DB) writeL0(mem *memtable.MemTable) (*table, error) {
 
 // filterFor returns the filter for a new table at level, as the filter
 // policy decides from the current shape of the tree.
-func (db *DB) filterFor(level int, inputs []levelFile, size int64) TableFilter {
+func (db *DB) filterFor(level int, inputs []levelFile, size int64) base.FilterPolicy {
 	db.mu.Lock()
 	v := db.current.Version
 	db.mu.Unlock()
-	return db.opts.FilterPolicy.FilterFor(newTable(v, level, inputs, size))
+	f := db.opts.FilterPolicy.FilterFor(newTable(v, level, inputs, size))
+	if f == nil {
+		return nil
+	}
+	return f.policy()
 }
 
 func (db *DB) newFileNum() uint64 {

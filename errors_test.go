@@ -464,7 +464,7 @@ func (failingFilter) Finish() ([]byte, error)            { return nil, errors.Ne
 // is written without a filter, its properties say why, and lookups say it
 // has none.
 func TestFilterBuildFails(t *testing.T) {
-	db := mustOpen(t, "db", &Options{FS: vfs.NewMem(), FilterPolicy: UniformFilter(failingFilter{})})
+	db := mustOpen(t, "db", &Options{FS: vfs.NewMem(), FilterPolicy: UniformFilter(tableFilter{failingFilter{}})})
 	defer db.Close()
 	for i := range 100 {
 		if err := db.Put(fmt.Appendf(nil, "k%03d", i), []byte("v")); err != nil {

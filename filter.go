@@ -11,10 +11,25 @@ import (
 )
 
 // TableFilter is one filter format with its parameters, written into an
-// SSTable: BloomFilter(bits), FuseFilter() or RibbonFilter(bits). Every table records its
-// filter's name, so a store can mix formats and a reader decodes each table
-// by what it says it holds.
-type TableFilter = base.FilterPolicy
+// SSTable: BloomFilter(bits), FuseFilter() or RibbonFilter(bits); nil means
+// no filter. Every table records its filter's name, so a store can mix
+// formats and a reader decodes each table by what it says it holds.
+//
+// The interface is sealed on purpose: a store must be able to read back
+// every filter it ever wrote, with any later version of shale, so only the
+// formats shale itself knows how to decode can be written. A new format
+// joins as a package of its own (as bloom, fuse and ribbon are), a
+// constructor here, and an entry in knownFilters.
+type TableFilter interface {
+	// Name is the format's name as tables record it, e.g. "shale.bloom.v1".
+	Name() string
+	policy() base.FilterPolicy
+}
+
+// tableFilter seals a filter format's policy as a TableFilter.
+type tableFilter struct{ base.FilterPolicy }
+
+func (f tableFilter) policy() base.FilterPolicy { return f.FilterPolicy }
 
 // BloomFilter returns a cache-line-blocked Bloom filter at bitsPerKey
 // (about 1% false positives at 10). Below 1 bit per key it returns nil: no
@@ -23,7 +38,7 @@ func BloomFilter(bitsPerKey int) TableFilter {
 	if bitsPerKey < 1 {
 		return nil
 	}
-	return bloom.NewPolicy(bitsPerKey)
+	return tableFilter{bloom.NewPolicy(bitsPerKey)}
 }
 
 // FuseFilter returns a binary fuse filter with 8-bit fingerprints: about
@@ -32,7 +47,7 @@ func BloomFilter(bitsPerKey int) TableFilter {
 // incrementally, which a table never needs. A build can fail (after 64
 // seeds, which no test has come near); that table is then written without a
 // filter, and its properties and lookup traces say why.
-func FuseFilter() TableFilter { return fuse.NewPolicy() }
+func FuseFilter() TableFilter { return tableFilter{fuse.NewPolicy()} }
 
 // RibbonFilter returns a Ribbon filter at bitsPerKey bits per key, any
 // fraction up to 32 (it panics above): the false-positive rate of a
@@ -47,12 +62,19 @@ func RibbonFilter(bitsPerKey float64) TableFilter {
 	if bitsPerKey < 1 {
 		return nil
 	}
-	return ribbon.NewPolicy(bitsPerKey)
+	return tableFilter{ribbon.NewPolicy(bitsPerKey)}
 }
+
+// NumLevels is the number of levels of the tree, L0 to L6.
+const NumLevels = 7
+
+// The engine's own count of levels is manifest.NumLevels: this line does
+// not compile unless the two agree.
+var _ = [1]struct{}{}[NumLevels-manifest.NumLevels]
 
 // knownFilters are the filter formats a table may carry. A table whose
 // filter is not among them is read without filter skips.
-var knownFilters = []TableFilter{bloom.NewPolicy(10), fuse.NewPolicy(), ribbon.NewPolicy(10)}
+var knownFilters = []base.FilterPolicy{bloom.NewPolicy(10), fuse.NewPolicy(), ribbon.NewPolicy(10)}
 
 // FilterPolicy chooses the filter of each new SSTable: the same one
 // everywhere (UniformFilter), one per level (PerLevelFilters), or one sized
@@ -70,8 +92,8 @@ type NewTable struct {
 	// (index = level) as the write will leave them: a flush adds a file of
 	// about the memtable's size to L0; a compaction moves its inputs' bytes
 	// into its output level.
-	LevelBytes [manifest.NumLevels]int64
-	LevelFiles [manifest.NumLevels]int
+	LevelBytes [NumLevels]int64
+	LevelFiles [NumLevels]int
 }
 
 type uniformFilter struct{ f TableFilter }
@@ -81,13 +103,13 @@ func (u uniformFilter) FilterFor(NewTable) TableFilter { return u.f }
 // UniformFilter writes f (nil: no filter) into every table.
 func UniformFilter(f TableFilter) FilterPolicy { return uniformFilter{f} }
 
-type perLevel [manifest.NumLevels]TableFilter
+type perLevel [NumLevels]TableFilter
 
 func (p perLevel) FilterFor(t NewTable) TableFilter { return p[t.Level] }
 
 // PerLevelFilters writes byLevel[level] into each new table at that level;
 // a nil entry writes no filter there.
-func PerLevelFilters(byLevel [manifest.NumLevels]TableFilter) FilterPolicy { return perLevel(byLevel) }
+func PerLevelFilters(byLevel [NumLevels]TableFilter) FilterPolicy { return perLevel(byLevel) }
 
 // MonkeyBloom spends about bitsPerKey bits per key on Bloom filters in
 // total, but not evenly: following Monkey (Dayan, Athanassoulis, Idreos,
@@ -132,7 +154,7 @@ func (m monkey) FilterFor(t NewTable) TableFilter {
 	}
 	own := run(t.Level)
 	if own <= 0 {
-		return bloom.NewPolicy(int(m))
+		return BloomFilter(int(m))
 	}
 	// extra(s) = log(S/s)/ln2^2; c is its mean over all keys, so that the
 	// average stays at m bits per key.
@@ -144,7 +166,7 @@ func (m monkey) FilterFor(t NewTable) TableFilter {
 		}
 	}
 	b := float64(m) + extra(own) - c
-	return bloom.NewPolicy(int(math.Round(min(max(b, 1), maxMonkeyBits))))
+	return BloomFilter(int(math.Round(min(max(b, 1), maxMonkeyBits))))
 }
 
 // newTable describes a table about to be written at level: the shape of v
