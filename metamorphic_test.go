@@ -30,7 +30,7 @@ import (
 // Long runs: -metamorphic.seeds 200 -metamorphic.ops 5000 (seeds 1 to 200).
 var (
 	metaSeed  = flag.Uint64("metamorphic.seed", 0, "run only this seed of TestMetamorphic (0: seeds 1 to -metamorphic.seeds)")
-	metaSeeds = flag.Int("metamorphic.seeds", 3, "how many seeds TestMetamorphic runs")
+	metaSeeds = flag.Int("metamorphic.seeds", 4, "how many seeds TestMetamorphic runs")
 	metaOps   = flag.Int("metamorphic.ops", 1000, "operations per seed in TestMetamorphic")
 	metaDir   = flag.String("metamorphic.dir", "", "where TestMetamorphic writes the histories of a failing seed (empty: a new temporary directory, kept)")
 
@@ -246,6 +246,35 @@ func saveHistories(t *testing.T, seed uint64, ops []metaOp, want []string, each 
 	return dir
 }
 
+// TestMetamorphicKeptPrefix tests the rule a NoSync crash is checked by.
+func TestMetamorphicKeptPrefix(t *testing.T) {
+	put := func(k, v string) metaMutation { return metaMutation{key: k, value: v} }
+	durable := metaState{"a": "1"}
+	since := []metaWrite{
+		{muts: []metaMutation{put("b", "2")}},
+		{batch: true, muts: []metaMutation{put("c", "3"), {del: true, key: "a"}}},
+		{muts: []metaMutation{put("b", "4")}},
+	}
+	for _, tc := range []struct {
+		got  metaState
+		want int
+	}{
+		{metaState{"a": "1"}, 0},
+		{metaState{"a": "1", "b": "2"}, 1},
+		{metaState{"b": "2", "c": "3"}, 2},
+		{metaState{"b": "4", "c": "3"}, 3},
+		{metaState{}, -1},                             // lost the durable state
+		{metaState{"a": "1", "b": "2", "c": "3"}, -1}, // half a batch
+		{metaState{"a": "1", "b": "4"}, -1},           // a later write without an earlier one
+		{metaState{"a": "1", "b": "2", "z": "9"}, -1}, // a write never made
+		{metaState{"b": "4", "c": "3", "a": "1"}, -1}, // a deleted key back
+	} {
+		if got := keptPrefix(durable, since, tc.got); got != tc.want {
+			t.Errorf("keptPrefix(%v) = %d, want %d", tc.got, got, tc.want)
+		}
+	}
+}
+
 // dbTarget runs operations against a DB on a vfs.MemFS. Besides the open
 // snapshots and iterators it keeps a ledger of what was acknowledged, which
 // it checks the whole store against after every reopen and crash.
@@ -435,16 +464,7 @@ func (d *dbTarget) crash() error {
 	if err != nil {
 		return err
 	}
-	state, kept := d.durable.clone(), -1
-	if got.diff(state) == "" {
-		kept = 0
-	}
-	for i, w := range d.sinceDurable {
-		state.apply(w)
-		if got.diff(state) == "" {
-			kept = i + 1
-		}
-	}
+	kept := keptPrefix(d.durable, d.sinceDurable, got)
 	if kept < 0 {
 		return fmt.Errorf("after a NoSync crash the store holds no prefix of the %d writes acknowledged since the last reopen; against all of them: %s",
 			len(d.sinceDurable), got.diff(d.acked))
@@ -459,6 +479,24 @@ func (d *dbTarget) crash() error {
 		d.sinceDurable = append(d.sinceDurable, w)
 	}
 	return nil
+}
+
+// keptPrefix returns how many of the writes since, applied in order to
+// durable, lead to got (the most, if several counts do), or -1 if none
+// does: got then lost part of durable, holds part of a batch, or holds
+// writes out of order.
+func keptPrefix(durable metaState, since []metaWrite, got metaState) int {
+	state, kept := durable.clone(), -1
+	if got.diff(state) == "" {
+		kept = 0
+	}
+	for i, w := range since {
+		state.apply(w)
+		if got.diff(state) == "" {
+			kept = i + 1
+		}
+	}
+	return kept
 }
 
 // checkAllKept checks that the store holds exactly what was acknowledged;
