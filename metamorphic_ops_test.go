@@ -275,16 +275,21 @@ func generateMetaOps(seed uint64, n int) []metaOp {
 
 func (g *metaGenerator) add(op metaOp) { g.ops = append(g.ops, op) }
 
-// keySet returns 8 to 40 distinct short keys over a 4-letter alphabet,
-// sometimes with the empty key among them.
+// keySet returns the keys of a sequence, sometimes with the empty key among
+// them: mostly 8 to 40 short keys over 4 letters, so that operations collide
+// often; for one seed in four, 100 to 400 longer keys over 8 letters, so that
+// more data reaches the deeper levels.
 func (g *metaGenerator) keySet() []string {
-	n := 8 + g.rng.IntN(33)
+	n, maxLen, alphabet := 8+g.rng.IntN(33), 4, "abcd"
+	if g.rng.IntN(4) == 0 {
+		n, maxLen, alphabet = 100+g.rng.IntN(301), 8, "abcdefgh"
+	}
 	set := map[string]bool{}
 	if g.rng.IntN(2) == 0 {
 		set[""] = true
 	}
 	for len(set) < n {
-		set[g.randomString(1+g.rng.IntN(4), "abcd")] = true
+		set[g.randomString(1+g.rng.IntN(maxLen), alphabet)] = true
 	}
 	keys := make([]string, 0, len(set))
 	for k := range set {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -49,15 +50,15 @@ type metaConfig struct {
 	opts Options
 }
 
-// metaConfigs are the option sets of TestMetamorphic. Small memtables, blocks
-// and files push a thousand operations through flushes and compactions into
-// several levels.
-func metaConfigs() []metaConfig {
+// metaConfigs are the option sets of TestMetamorphic: fixed ones, then one
+// drawn from the seed. Small memtables, blocks and files push a thousand
+// operations through flushes and compactions into several levels.
+func metaConfigs(seed uint64) []metaConfig {
 	small := func(o Options) Options {
 		o.MemTableSize = 2 << 10
 		o.BlockSize = 256
 		o.TargetFileSize = 2 << 10
-		o.LBaseMaxBytes = 8 << 10
+		o.LBaseMaxBytes = 2 << 10
 		o.L0CompactionThreshold = 2
 		return o
 	}
@@ -68,7 +69,7 @@ func metaConfigs() []metaConfig {
 		{"bloom-20", small(Options{BloomBitsPerKey: 20})},
 		{"fuse", small(Options{FilterPolicy: UniformFilter(FuseFilter())})},
 		{"monkey-5", small(Options{FilterPolicy: MonkeyBloom(5)})},
-		{"tiny-memtable", Options{MemTableSize: 256, L0CompactionThreshold: 2, TargetFileSize: 1 << 10, LBaseMaxBytes: 4 << 10}},
+		{"tiny-memtable", Options{MemTableSize: 256, L0CompactionThreshold: 2, TargetFileSize: 1 << 10, LBaseMaxBytes: 1 << 10}},
 		{"large-memtable-blocks", Options{MemTableSize: 64 << 20, BlockSize: 64 << 10}},
 		{"no-cache-64B-blocks", small(Options{BlockCacheSize: -1, BlockSize: 64})},
 		{"tiny-cache", small(Options{BlockCacheSize: 1 << 10})},
@@ -77,7 +78,40 @@ func metaConfigs() []metaConfig {
 		{"nosync", small(Options{NoSync: true})},
 		{"nosync-no-compactions", Options{NoSync: true, MemTableSize: 1 << 10, DisableAutomaticCompactions: true}},
 		{"nosync-defaults", Options{NoSync: true}},
+		metaRandomConfig(seed),
 	}
+}
+
+// metaRandomConfig draws an option set from seed; its name lists what was
+// drawn.
+func metaRandomConfig(seed uint64) metaConfig {
+	rng := rand.New(rand.NewPCG(seed, 0x6f707473))
+	pick := func(choices ...int) int { return choices[rng.IntN(len(choices))] }
+	o := Options{
+		MemTableSize:                pick(256, 1<<10, 4<<10, 64<<10),
+		BlockSize:                   pick(32, 64, 256, 1<<10, 4<<10, 32<<10),
+		BlockCacheSize:              pick(-1, 512, 8<<10, 0),
+		MaxImmutableMemTables:       pick(1, 2, 4),
+		L0CompactionThreshold:       pick(1, 2, 4),
+		TargetFileSize:              int64(pick(256, 2<<10, 64<<10)),
+		LBaseMaxBytes:               int64(pick(1<<10, 8<<10, 1<<20)),
+		DisableAutomaticCompactions: rng.IntN(4) == 0,
+		NoSync:                      rng.IntN(4) == 0,
+	}
+	filter := "fuse"
+	switch r := rng.IntN(5); r {
+	case 0:
+		o.FilterPolicy = UniformFilter(FuseFilter())
+	case 1:
+		o.BloomBitsPerKey, filter = NoFilter, "none"
+	default:
+		o.BloomBitsPerKey = 1 + rng.IntN(20)
+		filter = fmt.Sprintf("bloom-%d", o.BloomBitsPerKey)
+	}
+	name := fmt.Sprintf("random(memtable %d, block %d, cache %d, immutable %d, L0 %d, file %d, L1 %d, filter %s, no compactions %v, nosync %v)",
+		o.MemTableSize, o.BlockSize, o.BlockCacheSize, o.MaxImmutableMemTables, o.L0CompactionThreshold,
+		o.TargetFileSize, o.LBaseMaxBytes, filter, o.DisableAutomaticCompactions, o.NoSync)
+	return metaConfig{name, o}
 }
 
 func TestMetamorphic(t *testing.T) {
@@ -95,17 +129,20 @@ func TestMetamorphic(t *testing.T) {
 			total.add(runMetamorphic(t, seed, *metaOps))
 		})
 	}
-	t.Logf("%d seeds: %d operations x %d configurations; %d reopens, %d crashes (%d under NoSync, which lost %d acknowledged writes in all)",
-		len(seeds), total.ops, len(metaConfigs()), total.reopens, total.crashes, total.noSyncCrashes, total.lostWrites)
+	t.Logf("%d seeds: %d operations, %d run in all configurations; %d reopens, %d crashes (%d under NoSync, which lost %d acknowledged writes in all)",
+		len(seeds), total.ops, total.runOps, total.reopens, total.crashes, total.noSyncCrashes, total.lostWrites)
 }
 
-// metaStats count what a run did, for the test's log.
+// metaStats count what runs did, for the test's log: the operations
+// generated, and over all configurations, the operations run, reopens and
+// crashes.
 type metaStats struct {
-	ops, reopens, crashes, noSyncCrashes, lostWrites int
+	ops, runOps, reopens, crashes, noSyncCrashes, lostWrites int
 }
 
 func (s *metaStats) add(o metaStats) {
 	s.ops += o.ops
+	s.runOps += o.runOps
 	s.reopens += o.reopens
 	s.crashes += o.crashes
 	s.noSyncCrashes += o.noSyncCrashes
@@ -125,13 +162,15 @@ func runMetamorphic(t *testing.T, seed uint64, n int) metaStats {
 		got    []string
 	}
 	var failures []failure
-	for _, c := range metaConfigs() {
+	configs := metaConfigs(seed)
+	for _, c := range configs {
 		cops := ops
 		if c.opts.NoSync && !*metaNoSyncCrash {
 			cops = withoutCrashes(ops)
 		}
 		target := newDBTarget(c.opts, &stats)
 		got := runMetaOps(cops, target)
+		stats.runOps += len(got)
 		if err := target.close(); err != nil {
 			got = append(got, "Close: "+errResult(err))
 		}
@@ -148,7 +187,7 @@ func runMetamorphic(t *testing.T, seed uint64, n int) metaStats {
 		}
 	})
 	var msg strings.Builder
-	fmt.Fprintf(&msg, "seed %d: %d of %d configurations differ from the model", seed, len(failures), len(metaConfigs()))
+	fmt.Fprintf(&msg, "seed %d: %d of %d configurations differ from the model", seed, len(failures), len(configs))
 	for _, f := range failures {
 		i := firstDiff(f.got, want)
 		fmt.Fprintf(&msg, "\n  %s: first difference at operation %d: %s\n    got:  %s\n    want: %s",
