@@ -45,7 +45,8 @@ type metaMutation struct {
 }
 
 // metaWrite is one acknowledged unit of writing: a single Put or Delete
-// (batch false, one mutation), or a Batch applied atomically.
+// (batch false, one mutation), or a Batch, possibly empty, applied
+// atomically.
 type metaWrite struct {
 	batch bool
 	muts  []metaMutation
@@ -233,7 +234,9 @@ func generateMetaOps(seed uint64, n int) []metaOp {
 	g := &metaGenerator{rng: rand.New(rand.NewPCG(seed, 0x6d657461))}
 	g.keys = g.keySet()
 	// Weights of each kind of operation; a kind that cannot run now (no
-	// open iterator to move, say) is drawn again.
+	// open iterator to move, say) is drawn again. Each seed scales every
+	// weight by 1/4 to 2, so that seeds differ in their mix: some mostly
+	// write, some mostly iterate, some flush often.
 	type kind struct {
 		weight int
 		add    func() bool
@@ -255,8 +258,9 @@ func generateMetaOps(seed uint64, n int) []metaOp {
 		{6, func() bool { g.closeAll(); g.add(crashOp{}); return true }},
 	}
 	total := 0
-	for _, k := range kinds {
-		total += k.weight
+	for i := range kinds {
+		kinds[i].weight = kinds[i].weight * (1 + g.rng.IntN(8)) / 4
+		total += kinds[i].weight
 	}
 	for len(g.ops) < n {
 		r := g.rng.IntN(total)
@@ -321,8 +325,12 @@ func (g *metaGenerator) seekKey() string {
 }
 
 // value names the write: "op.position", then padding, mostly short and
-// sometimes a few KiB so that values span blocks and fill memtables.
+// sometimes a few KiB so that values span blocks and fill memtables. One
+// value in 40 is empty instead.
 func (g *metaGenerator) value(pos int) string {
+	if g.rng.IntN(40) == 0 {
+		return ""
+	}
 	v := fmt.Sprintf("%d.%d", len(g.ops), pos)
 	var pad int
 	switch r := g.rng.IntN(100); {
@@ -356,9 +364,15 @@ func (g *metaGenerator) delete() bool {
 	return true
 }
 
+// batch writes a batch of 1 to 8 puts and deletes, or now and then an
+// empty one.
 func (g *metaGenerator) batch() bool {
 	w := metaWrite{batch: true}
-	for i := range 1 + g.rng.IntN(8) {
+	n := 1 + g.rng.IntN(8)
+	if g.rng.IntN(20) == 0 {
+		n = 0
+	}
+	for i := range n {
 		w.muts = append(w.muts, g.mutation(i))
 	}
 	g.add(writeOp{w})

@@ -376,22 +376,22 @@ func (d *dbTarget) write(w metaWrite) error {
 
 // apply makes w's calls on the DB.
 func (d *dbTarget) apply(w metaWrite) error {
-	switch m := w.muts[0]; {
-	case w.batch:
-		b := d.db.NewBatch()
-		for _, m := range w.muts {
-			if m.del {
-				b.Delete([]byte(m.key))
-			} else {
-				b.Put([]byte(m.key), []byte(m.value))
-			}
+	if !w.batch {
+		m := w.muts[0]
+		if m.del {
+			return d.db.Delete([]byte(m.key))
 		}
-		return d.db.Apply(b)
-	case m.del:
-		return d.db.Delete([]byte(m.key))
-	default:
 		return d.db.Put([]byte(m.key), []byte(m.value))
 	}
+	b := d.db.NewBatch()
+	for _, m := range w.muts {
+		if m.del {
+			b.Delete([]byte(m.key))
+		} else {
+			b.Put([]byte(m.key), []byte(m.value))
+		}
+	}
+	return d.db.Apply(b)
 }
 
 func (d *dbTarget) get(snap int, key string) (string, error) {
