@@ -28,12 +28,15 @@ import (
 //
 //	go test -run TestMetamorphic -metamorphic.seed N -metamorphic.ops M
 //
-// Long runs: -metamorphic.seeds 200 -metamorphic.ops 5000 (seeds 1 to 200).
+// and add -metamorphic.reduce to shorten the sequence to the operations
+// that matter. Long runs: -metamorphic.seeds 200 -metamorphic.ops 5000
+// (seeds 1 to 200).
 var (
-	metaSeed  = flag.Uint64("metamorphic.seed", 0, "run only this seed of TestMetamorphic (0: seeds 1 to -metamorphic.seeds)")
-	metaSeeds = flag.Int("metamorphic.seeds", 4, "how many seeds TestMetamorphic runs")
-	metaOps   = flag.Int("metamorphic.ops", 1000, "operations per seed in TestMetamorphic")
-	metaDir   = flag.String("metamorphic.dir", "", "where TestMetamorphic writes the histories of a failing seed (empty: a new temporary directory, kept)")
+	metaSeed       = flag.Uint64("metamorphic.seed", 0, "run only this seed of TestMetamorphic (0: seeds 1 to -metamorphic.seeds)")
+	metaSeeds      = flag.Int("metamorphic.seeds", 4, "how many seeds TestMetamorphic runs")
+	metaOps        = flag.Int("metamorphic.ops", 1000, "operations per seed in TestMetamorphic")
+	metaDir        = flag.String("metamorphic.dir", "", "where TestMetamorphic writes the histories of a failing seed (empty: a new temporary directory, kept)")
+	metaReduceFlag = flag.Bool("metamorphic.reduce", false, "TestMetamorphic shortens the sequence of the first failing configuration (see metaReduce) and prints it")
 
 	// metaNoSyncCrash: issue 9 defect 4 (under NoSync a flush does not sync
 	// the directory entry of its table, but the MANIFEST edit naming it is
@@ -126,7 +129,7 @@ func TestMetamorphic(t *testing.T) {
 	var total metaStats
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			total.add(runMetamorphic(t, seed, *metaOps))
+			runMetamorphic(t, seed, *metaOps, &total)
 		})
 	}
 	t.Logf("%d seeds: %d operations, %d run in all configurations; %d reopens, %d crashes (%d under NoSync, which lost %d acknowledged writes in all)",
@@ -140,22 +143,13 @@ type metaStats struct {
 	ops, runOps, reopens, crashes, noSyncCrashes, lostWrites int
 }
 
-func (s *metaStats) add(o metaStats) {
-	s.ops += o.ops
-	s.runOps += o.runOps
-	s.reopens += o.reopens
-	s.crashes += o.crashes
-	s.noSyncCrashes += o.noSyncCrashes
-	s.lostWrites += o.lostWrites
-}
-
 // runMetamorphic runs the sequence of seed under the model and every
-// configuration, and fails at the first operation whose result differs.
-func runMetamorphic(t *testing.T, seed uint64, n int) metaStats {
+// configuration, counts what it ran into stats, and fails at the first
+// operation whose result differs.
+func runMetamorphic(t *testing.T, seed uint64, n int, stats *metaStats) {
 	ops := generateMetaOps(seed, n)
 	want := runMetaOps(ops, newModelTarget())
-	var stats metaStats
-	stats.ops = len(ops)
+	stats.ops += len(ops)
 	type failure struct {
 		config string
 		ops    []metaOp
@@ -168,7 +162,7 @@ func runMetamorphic(t *testing.T, seed uint64, n int) metaStats {
 		if c.opts.NoSync && !*metaNoSyncCrash {
 			cops = withoutCrashes(ops)
 		}
-		target := newDBTarget(c.opts, &stats)
+		target := newDBTarget(c.opts, stats)
 		got := runMetaOps(cops, target)
 		stats.runOps += len(got)
 		if err := target.close(); err != nil {
@@ -179,7 +173,7 @@ func runMetamorphic(t *testing.T, seed uint64, n int) metaStats {
 		}
 	}
 	if len(failures) == 0 {
-		return stats
+		return
 	}
 	dir := saveHistories(t, seed, ops, want, func(save func(name string, ops []metaOp, results []string)) {
 		for _, f := range failures {
@@ -193,9 +187,49 @@ func runMetamorphic(t *testing.T, seed uint64, n int) metaStats {
 		fmt.Fprintf(&msg, "\n  %s: first difference at operation %d: %s\n    got:  %s\n    want: %s",
 			f.config, i, opText(f.ops, i), lineAt(f.got, i), lineAt(want, i))
 	}
+	if *metaReduceFlag {
+		f := failures[0]
+		fmt.Fprintf(&msg, "\n  %s, reduced:\n%s", f.config, reduceFailure(f.config, configs, f.ops))
+	} else {
+		msg.WriteString("\nadd -metamorphic.reduce to shorten the failing sequences")
+	}
 	fmt.Fprintf(&msg, "\nhistories in %s\nreproduce: go test -run 'TestMetamorphic' -metamorphic.seed %d -metamorphic.ops %d", dir, seed, n)
 	t.Fatal(msg.String())
-	return stats
+}
+
+// reduceFailure shortens ops while the configuration named config still
+// differs from the model, and returns the result as lines of "operation //
+// result", marking where the result differs from the model's.
+func reduceFailure(config string, configs []metaConfig, ops []metaOp) string {
+	var opts Options
+	for _, c := range configs {
+		if c.name == config {
+			opts = c.opts
+		}
+	}
+	histories := func(ops []metaOp) (got, want []string) {
+		var stats metaStats
+		target := newDBTarget(opts, &stats)
+		got = runMetaOps(ops, target)
+		if err := target.close(); err != nil {
+			got = append(got, "Close: "+errResult(err))
+		}
+		return got, runMetaOps(ops, newModelTarget())
+	}
+	ops = metaReduce(ops, func(ops []metaOp) bool {
+		got, want := histories(ops)
+		return firstDiff(got, want) >= 0
+	})
+	got, want := histories(ops)
+	var b strings.Builder
+	for i := range max(len(ops), len(got)) {
+		fmt.Fprintf(&b, "    %s // %s", opText(ops, i), lineAt(got, i))
+		if g, w := lineAt(got, i), lineAt(want, i); g != w {
+			fmt.Fprintf(&b, " (model: %s)", w)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // runMetaOps runs ops against target and returns each one's result. A panic
