@@ -14,23 +14,7 @@ import (
 	"github.com/shale-db/shale/vfs"
 )
 
-// The metamorphic test, in the style of Pebble's: a random sequence of
-// operations (metamorphic_ops_test.go) runs against the store under many
-// option sets, and against an in-memory model. Each run records a history,
-// the observable result of every operation; every history must equal the
-// model's. Options change where data lives (memtables, L0, deeper levels,
-// block sizes, filters, cache) but never what a read returns, so a
-// difference between two configurations is a bug in one of them, and a
-// difference from the model is a bug even when every configuration shares
-// it.
-//
-// Reproduce a failure with the seed it prints:
-//
-//	go test -run TestMetamorphic -metamorphic.seed N -metamorphic.ops M
-//
-// and add -metamorphic.reduce to shorten the sequence to the operations
-// that matter. Long runs: -metamorphic.seeds 200 -metamorphic.ops 5000
-// (seeds 1 to 200).
+// Flags of TestMetamorphic.
 var (
 	metaSeed       = flag.Uint64("metamorphic.seed", 0, "run only this seed of TestMetamorphic (0: seeds 1 to -metamorphic.seeds)")
 	metaSeeds      = flag.Int("metamorphic.seeds", 4, "how many seeds TestMetamorphic runs")
@@ -101,10 +85,10 @@ func metaRandomConfig(seed uint64) metaConfig {
 		DisableAutomaticCompactions: rng.IntN(4) == 0,
 		NoSync:                      rng.IntN(4) == 0,
 	}
-	filter := "fuse"
-	switch r := rng.IntN(5); r {
+	var filter string
+	switch rng.IntN(5) {
 	case 0:
-		o.FilterPolicy = UniformFilter(FuseFilter())
+		o.FilterPolicy, filter = UniformFilter(FuseFilter()), "fuse"
 	case 1:
 		o.BloomBitsPerKey, filter = NoFilter, "none"
 	default:
@@ -117,6 +101,29 @@ func metaRandomConfig(seed uint64) metaConfig {
 	return metaConfig{name, o}
 }
 
+// TestMetamorphic is a metamorphic test in the style of Pebble's: a random
+// sequence of operations (metamorphic_ops_test.go: writes, reads, iterators
+// in both directions, snapshots, flushes, compactions, reopens, crashes)
+// runs against the store under many option sets, and against an in-memory
+// model. Each run records a history, the observable result of every
+// operation, and every history must equal the model's. Options change where
+// data lives (memtables, levels, blocks, filters, cache) but never what a
+// read returns, so a difference between configurations is a bug in one of
+// them, and a difference from the model is a bug even when every
+// configuration shares it.
+//
+// After each reopen and crash the whole store is checked against what was
+// acknowledged (dbTarget.reopen, dbTarget.crash): a synced store loses
+// nothing; a NoSync store keeps a prefix of the writes, and what the crash
+// lost is written again, so that its history stays comparable.
+//
+// Reproduce a failure with the seed it prints,
+//
+//	go test -run TestMetamorphic -metamorphic.seed N -metamorphic.ops M
+//
+// and add -metamorphic.reduce to shorten the sequence to the operations that
+// matter. Long runs: -metamorphic.seeds 200 -metamorphic.ops 5000 (seeds 1
+// to 200).
 func TestMetamorphic(t *testing.T) {
 	seeds := make([]uint64, 0, *metaSeeds)
 	if *metaSeed != 0 {
