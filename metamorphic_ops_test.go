@@ -234,28 +234,28 @@ func generateMetaOps(seed uint64, n int) []metaOp {
 	g := &metaGenerator{rng: rand.New(rand.NewPCG(seed, 0x6d657461))}
 	g.keys = g.keySet()
 	// Weights of each kind of operation; a kind that cannot run now (no
-	// open iterator to move, say) is drawn again. Each seed scales every
+	// open iterator to move, say) adds nothing, and the loop draws again. Each seed scales every
 	// weight by 1/4 to 2, so that seeds differ in their mix: some mostly
 	// write, some mostly iterate, some flush often.
 	type kind struct {
 		weight int
-		add    func() bool
+		add    func()
 	}
 	kinds := []kind{
 		{200, g.put},
 		{60, g.delete},
 		{80, g.batch},
-		{150, func() bool { g.add(getOp{snap: -1, key: g.key()}); return true }},
+		{150, func() { g.add(getOp{snap: -1, key: g.key()}) }},
 		{15, g.newSnapshot},
 		{40, g.snapshotGet},
 		{12, g.closeSnapshot},
 		{40, g.newIter},
 		{250, g.moveIter},
 		{30, g.closeIter},
-		{20, func() bool { g.add(flushOp{}); return true }},
-		{5, func() bool { g.add(compactOp{}); return true }},
-		{6, func() bool { g.closeAll(); g.add(reopenOp{}); return true }},
-		{6, func() bool { g.closeAll(); g.add(crashOp{}); return true }},
+		{20, func() { g.add(flushOp{}) }},
+		{5, func() { g.add(compactOp{}) }},
+		{6, func() { g.closeAll(); g.add(reopenOp{}) }},
+		{6, func() { g.closeAll(); g.add(crashOp{}) }},
 	}
 	total := 0
 	for i := range kinds {
@@ -354,19 +354,17 @@ func (g *metaGenerator) mutation(pos int) metaMutation {
 	return metaMutation{key: g.key(), value: g.value(pos)}
 }
 
-func (g *metaGenerator) put() bool {
+func (g *metaGenerator) put() {
 	g.add(writeOp{metaWrite{muts: []metaMutation{{key: g.key(), value: g.value(0)}}}})
-	return true
 }
 
-func (g *metaGenerator) delete() bool {
+func (g *metaGenerator) delete() {
 	g.add(writeOp{metaWrite{muts: []metaMutation{{del: true, key: g.key()}}}})
-	return true
 }
 
 // batch writes a batch of 1 to 8 puts and deletes, or now and then an
 // empty one.
-func (g *metaGenerator) batch() bool {
+func (g *metaGenerator) batch() {
 	w := metaWrite{batch: true}
 	n := 1 + g.rng.IntN(8)
 	if g.rng.IntN(20) == 0 {
@@ -376,42 +374,38 @@ func (g *metaGenerator) batch() bool {
 		w.muts = append(w.muts, g.mutation(i))
 	}
 	g.add(writeOp{w})
-	return true
 }
 
-func (g *metaGenerator) newSnapshot() bool {
+func (g *metaGenerator) newSnapshot() {
 	if len(g.snaps) == metaMaxSnapshots {
-		return false
+		return
 	}
 	g.snaps = append(g.snaps, g.nextSnap)
 	g.add(newSnapshotOp{g.nextSnap})
 	g.nextSnap++
-	return true
 }
 
-func (g *metaGenerator) snapshotGet() bool {
+func (g *metaGenerator) snapshotGet() {
 	if len(g.snaps) == 0 {
-		return false
+		return
 	}
 	g.add(getOp{snap: g.snaps[g.rng.IntN(len(g.snaps))], key: g.key()})
-	return true
 }
 
-func (g *metaGenerator) closeSnapshot() bool {
+func (g *metaGenerator) closeSnapshot() {
 	if len(g.snaps) == 0 {
-		return false
+		return
 	}
 	i := g.rng.IntN(len(g.snaps))
 	g.add(closeSnapshotOp{g.snaps[i]})
 	g.snaps = slices.Delete(g.snaps, i, i+1)
-	return true
 }
 
 // newIter opens an iterator on the live store or on an open snapshot, with
 // random bounds (each possibly nil, lower never above upper).
-func (g *metaGenerator) newIter() bool {
+func (g *metaGenerator) newIter() {
 	if len(g.iters) == metaMaxIters {
-		return false
+		return
 	}
 	op := newIterOp{id: g.nextIter, snap: -1}
 	if len(g.snaps) > 0 && g.rng.IntN(3) == 0 {
@@ -431,14 +425,13 @@ func (g *metaGenerator) newIter() bool {
 	g.iters = append(g.iters, g.nextIter)
 	g.add(op)
 	g.nextIter++
-	return true
 }
 
 // moveIter moves an open iterator; Next and Prev are drawn most often, so
 // that walks change direction.
-func (g *metaGenerator) moveIter() bool {
+func (g *metaGenerator) moveIter() {
 	if len(g.iters) == 0 {
-		return false
+		return
 	}
 	op := moveIterOp{id: g.iters[g.rng.IntN(len(g.iters))]}
 	switch r := g.rng.IntN(10); {
@@ -454,17 +447,15 @@ func (g *metaGenerator) moveIter() bool {
 		op.key = ""
 	}
 	g.add(op)
-	return true
 }
 
-func (g *metaGenerator) closeIter() bool {
+func (g *metaGenerator) closeIter() {
 	if len(g.iters) == 0 {
-		return false
+		return
 	}
 	i := g.rng.IntN(len(g.iters))
 	g.add(closeIterOp{g.iters[i]})
 	g.iters = slices.Delete(g.iters, i, i+1)
-	return true
 }
 
 // closeAll closes every open iterator and snapshot, as a reopen or crash
