@@ -31,10 +31,14 @@ var (
 	metaNoSyncCrash = flag.Bool("metamorphic.nosync-crash", false, "TestMetamorphic crashes NoSync configurations too (see issue 9, defect 4)")
 )
 
-// metaConfig is one option set the sequence runs under.
+// metaConfig is one option set the sequence runs under: opts for the first
+// Open, and if reopen is set, each later Open takes the next of reopen in
+// turn, so that one store holds tables written under several option sets
+// (filters, block sizes). All of them have opts' NoSync.
 type metaConfig struct {
-	name string
-	opts Options
+	name   string
+	opts   Options
+	reopen []Options
 }
 
 // metaConfigs are the option sets of TestMetamorphic: fixed ones, then one
@@ -50,21 +54,27 @@ func metaConfigs(seed uint64) []metaConfig {
 		return o
 	}
 	return []metaConfig{
-		{"defaults", Options{}},
-		{"no-filter", small(Options{BloomBitsPerKey: NoFilter})},
-		{"bloom-1", small(Options{BloomBitsPerKey: 1})},
-		{"bloom-20", small(Options{BloomBitsPerKey: 20})},
-		{"fuse", small(Options{FilterPolicy: UniformFilter(FuseFilter())})},
-		{"monkey-5", small(Options{FilterPolicy: MonkeyBloom(5)})},
-		{"tiny-memtable", Options{MemTableSize: 256, L0CompactionThreshold: 2, TargetFileSize: 1 << 10, LBaseMaxBytes: 1 << 10}},
-		{"large-memtable-blocks", Options{MemTableSize: 64 << 20, BlockSize: 64 << 10}},
-		{"no-cache-64B-blocks", small(Options{BlockCacheSize: -1, BlockSize: 64})},
-		{"tiny-cache", small(Options{BlockCacheSize: 1 << 10})},
-		{"no-compactions", Options{MemTableSize: 1 << 10, BlockSize: 128, DisableAutomaticCompactions: true}},
-		{"one-immutable", small(Options{MaxImmutableMemTables: 1, TargetFileSize: 512})},
-		{"nosync", small(Options{NoSync: true})},
-		{"nosync-no-compactions", Options{NoSync: true, MemTableSize: 1 << 10, DisableAutomaticCompactions: true}},
-		{"nosync-defaults", Options{NoSync: true}},
+		{"defaults", Options{}, nil},
+		{"no-filter", small(Options{BloomBitsPerKey: NoFilter}), nil},
+		{"bloom-1", small(Options{BloomBitsPerKey: 1}), nil},
+		{"bloom-20", small(Options{BloomBitsPerKey: 20}), nil},
+		{"fuse", small(Options{FilterPolicy: UniformFilter(FuseFilter())}), nil},
+		{"monkey-5", small(Options{FilterPolicy: MonkeyBloom(5)}), nil},
+		{"tiny-memtable", Options{MemTableSize: 256, L0CompactionThreshold: 2, TargetFileSize: 1 << 10, LBaseMaxBytes: 1 << 10}, nil},
+		{"large-memtable-blocks", Options{MemTableSize: 64 << 20, BlockSize: 64 << 10}, nil},
+		{"no-cache-64B-blocks", small(Options{BlockCacheSize: -1, BlockSize: 64}), nil},
+		{"tiny-cache", small(Options{BlockCacheSize: 1 << 10}), nil},
+		{"no-compactions", Options{MemTableSize: 1 << 10, BlockSize: 128, DisableAutomaticCompactions: true}, nil},
+		{"one-immutable", small(Options{MaxImmutableMemTables: 1, TargetFileSize: 512}), nil},
+		{"changing-options", small(Options{}), []Options{
+			small(Options{FilterPolicy: UniformFilter(FuseFilter()), BlockSize: 1 << 10}),
+			{BloomBitsPerKey: NoFilter, BlockSize: 64, BlockCacheSize: -1, MemTableSize: 1 << 10},
+			small(Options{FilterPolicy: MonkeyBloom(3)}),
+			{},
+		}},
+		{"nosync", small(Options{NoSync: true}), nil},
+		{"nosync-no-compactions", Options{NoSync: true, MemTableSize: 1 << 10, DisableAutomaticCompactions: true}, nil},
+		{"nosync-defaults", Options{NoSync: true}, nil},
 		metaRandomConfig(seed),
 	}
 }
@@ -98,7 +108,7 @@ func metaRandomConfig(seed uint64) metaConfig {
 	name := fmt.Sprintf("random(memtable %d, block %d, cache %d, immutable %d, L0 %d, file %d, L1 %d, filter %s, no compactions %v, nosync %v)",
 		o.MemTableSize, o.BlockSize, o.BlockCacheSize, o.MaxImmutableMemTables, o.L0CompactionThreshold,
 		o.TargetFileSize, o.LBaseMaxBytes, filter, o.DisableAutomaticCompactions, o.NoSync)
-	return metaConfig{name, o}
+	return metaConfig{name, o, nil}
 }
 
 // TestMetamorphic is a metamorphic test in the style of Pebble's: a random
@@ -158,7 +168,7 @@ func runMetamorphic(t *testing.T, seed uint64, n int, stats *metaStats) {
 	want := runMetaOps(ops, newModelTarget())
 	stats.ops += len(ops)
 	type failure struct {
-		config string
+		config metaConfig
 		ops    []metaOp
 		got    []string
 	}
@@ -169,14 +179,14 @@ func runMetamorphic(t *testing.T, seed uint64, n int, stats *metaStats) {
 		if c.opts.NoSync && !*metaNoSyncCrash {
 			cops = withoutCrashes(ops)
 		}
-		target := newDBTarget(c.opts, stats)
+		target := newDBTarget(c, stats)
 		got := runMetaOps(cops, target)
 		stats.runOps += len(got)
 		if err := target.close(); err != nil {
 			got = append(got, "Close: "+errResult(err))
 		}
 		if firstDiff(got, want) >= 0 {
-			failures = append(failures, failure{c.name, cops, got})
+			failures = append(failures, failure{c, cops, got})
 		}
 	}
 	if len(failures) == 0 {
@@ -184,7 +194,7 @@ func runMetamorphic(t *testing.T, seed uint64, n int, stats *metaStats) {
 	}
 	dir := saveHistories(t, seed, ops, want, func(save func(name string, ops []metaOp, results []string)) {
 		for _, f := range failures {
-			save(f.config, f.ops, f.got)
+			save(f.config.name, f.ops, f.got)
 		}
 	})
 	var msg strings.Builder
@@ -192,11 +202,11 @@ func runMetamorphic(t *testing.T, seed uint64, n int, stats *metaStats) {
 	for _, f := range failures {
 		i := firstDiff(f.got, want)
 		fmt.Fprintf(&msg, "\n  %s: first difference at operation %d: %s\n    got:  %s\n    want: %s",
-			f.config, i, opText(f.ops, i), lineAt(f.got, i), lineAt(want, i))
+			f.config.name, i, opText(f.ops, i), lineAt(f.got, i), lineAt(want, i))
 	}
 	if *metaReduceFlag {
 		f := failures[0]
-		fmt.Fprintf(&msg, "\n  %s, reduced:\n%s", f.config, reduceFailure(f.config, configs, f.ops))
+		fmt.Fprintf(&msg, "\n  %s, reduced:\n%s", f.config.name, reduceFailure(f.config, f.ops))
 	} else {
 		msg.WriteString("\nadd -metamorphic.reduce to shorten the failing sequences")
 	}
@@ -204,19 +214,13 @@ func runMetamorphic(t *testing.T, seed uint64, n int, stats *metaStats) {
 	t.Fatal(msg.String())
 }
 
-// reduceFailure shortens ops while the configuration named config still
-// differs from the model, and returns the result as lines of "operation //
-// result", marking where the result differs from the model's.
-func reduceFailure(config string, configs []metaConfig, ops []metaOp) string {
-	var opts Options
-	for _, c := range configs {
-		if c.name == config {
-			opts = c.opts
-		}
-	}
+// reduceFailure shortens ops while config still differs from the model, and
+// returns the result as lines of "operation // result", marking where the
+// result differs from the model's.
+func reduceFailure(config metaConfig, ops []metaOp) string {
 	histories := func(ops []metaOp) (got, want []string) {
 		var stats metaStats
-		target := newDBTarget(opts, &stats)
+		target := newDBTarget(config, &stats)
 		got = runMetaOps(ops, target)
 		if err := target.close(); err != nil {
 			got = append(got, "Close: "+errResult(err))
@@ -359,12 +363,13 @@ func TestMetamorphicKeptPrefix(t *testing.T) {
 // snapshots and iterators it keeps a ledger of what was acknowledged, which
 // it checks the whole store against after every reopen and crash.
 type dbTarget struct {
-	opts  Options
-	fs    *vfs.MemFS
-	db    *DB // nil once an Open failed
-	snaps map[int]*Snapshot
-	iters map[int]*Iterator
-	stats *metaStats
+	config metaConfig
+	opens  int // Opens so far
+	fs     *vfs.MemFS
+	db     *DB // nil once an Open failed
+	snaps  map[int]*Snapshot
+	iters  map[int]*Iterator
+	stats  *metaStats
 
 	// acked is the state every acknowledged write leads to. durable is the
 	// state no crash may lose: as of the last reopen or recovery, whose
@@ -375,9 +380,9 @@ type dbTarget struct {
 	sinceDurable []metaWrite
 }
 
-func newDBTarget(opts Options, stats *metaStats) *dbTarget {
+func newDBTarget(config metaConfig, stats *metaStats) *dbTarget {
 	d := &dbTarget{
-		opts:    opts,
+		config:  config,
 		fs:      vfs.NewMem(),
 		snaps:   map[int]*Snapshot{},
 		iters:   map[int]*Iterator{},
@@ -385,15 +390,23 @@ func newDBTarget(opts Options, stats *metaStats) *dbTarget {
 		acked:   metaState{},
 		durable: metaState{},
 	}
-	d.opts.FS = d.fs
 	if err := d.open(); err != nil {
 		panic(fmt.Sprintf("open an empty store: %v", err))
 	}
 	return d
 }
 
+// open opens the store with the configuration's options, for a reopen
+// with the next of its reopen options if it has some.
 func (d *dbTarget) open() error {
-	db, err := Open("db", &d.opts)
+	opts := d.config.opts
+	if d.opens > 0 && len(d.config.reopen) > 0 {
+		opts = d.config.reopen[(d.opens-1)%len(d.config.reopen)]
+		opts.NoSync = d.config.opts.NoSync
+	}
+	d.opens++
+	opts.FS = d.fs
+	db, err := Open("db", &opts)
 	d.db = db
 	return err
 }
@@ -532,11 +545,11 @@ func (d *dbTarget) crash() error {
 	// The process is gone; what its Close does to the old FS no longer
 	// matters.
 	d.db.Close()
-	d.fs, d.opts.FS = crashed, crashed
+	d.fs = crashed
 	if err := d.open(); err != nil {
 		return err
 	}
-	if !d.opts.NoSync {
+	if !d.config.opts.NoSync {
 		return d.checkAllKept("a crash")
 	}
 	d.stats.noSyncCrashes++
