@@ -17,8 +17,8 @@ import (
 // Flags of TestMetamorphic.
 var (
 	metaSeed       = flag.Uint64("metamorphic.seed", 0, "run only this seed of TestMetamorphic (0: seeds 1 to -metamorphic.seeds)")
-	metaSeeds      = flag.Int("metamorphic.seeds", 4, "how many seeds TestMetamorphic runs")
-	metaOps        = flag.Int("metamorphic.ops", 1000, "operations per seed in TestMetamorphic")
+	metaSeeds      = flag.Int("metamorphic.seeds", 5, "how many seeds TestMetamorphic runs")
+	metaOps        = flag.Int("metamorphic.ops", 1200, "operations per seed in TestMetamorphic")
 	metaDir        = flag.String("metamorphic.dir", "", "where TestMetamorphic writes the histories of a failing seed (empty: a new temporary directory, kept)")
 	metaReduceFlag = flag.Bool("metamorphic.reduce", false, "TestMetamorphic shortens the sequence of the first failing configuration (see metaReduce) and prints it")
 
