@@ -179,12 +179,7 @@ func runMetamorphic(t *testing.T, seed uint64, n int, stats *metaStats) {
 		if c.opts.NoSync && !*metaNoSyncCrash {
 			cops = withoutCrashes(ops)
 		}
-		target := newDBTarget(c, stats)
-		got := runMetaOps(cops, target)
-		stats.runOps += len(got)
-		if err := target.close(); err != nil {
-			got = append(got, "Close: "+errResult(err))
-		}
+		got := runConfig(c, cops, stats)
 		if firstDiff(got, want) >= 0 {
 			failures = append(failures, failure{c, cops, got})
 		}
@@ -211,6 +206,9 @@ func runMetamorphic(t *testing.T, seed uint64, n int, stats *metaStats) {
 		msg.WriteString("\nadd -metamorphic.reduce to shorten the failing sequences")
 	}
 	fmt.Fprintf(&msg, "\nhistories in %s\nreproduce: go test -run 'TestMetamorphic' -metamorphic.seed %d -metamorphic.ops %d", dir, seed, n)
+	if *metaNoSyncCrash {
+		msg.WriteString(" -metamorphic.nosync-crash")
+	}
 	t.Fatal(msg.String())
 }
 
@@ -219,13 +217,7 @@ func runMetamorphic(t *testing.T, seed uint64, n int, stats *metaStats) {
 // result differs from the model's.
 func reduceFailure(config metaConfig, ops []metaOp) string {
 	histories := func(ops []metaOp) (got, want []string) {
-		var stats metaStats
-		target := newDBTarget(config, &stats)
-		got = runMetaOps(ops, target)
-		if err := target.close(); err != nil {
-			got = append(got, "Close: "+errResult(err))
-		}
-		return got, runMetaOps(ops, newModelTarget())
+		return runConfig(config, ops, &metaStats{}), runMetaOps(ops, newModelTarget())
 	}
 	ops = metaReduce(ops, func(ops []metaOp) bool {
 		got, want := histories(ops)
@@ -241,6 +233,21 @@ func reduceFailure(config metaConfig, ops []metaOp) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// runConfig runs ops against a new store under config and returns the
+// history, ending with Close's error if Close fails.
+func runConfig(config metaConfig, ops []metaOp, stats *metaStats) []string {
+	target := newDBTarget(config, stats)
+	if err := target.open(); err != nil {
+		return []string{"Open: " + errResult(err)}
+	}
+	got := runMetaOps(ops, target)
+	stats.runOps += len(got)
+	if err := target.close(); err != nil {
+		got = append(got, "Close: "+errResult(err))
+	}
+	return got
 }
 
 // runMetaOps runs ops against target and returns each one's result. A panic
@@ -380,8 +387,10 @@ type dbTarget struct {
 	sinceDurable []metaWrite
 }
 
+// newDBTarget returns a target on an empty file system; open it before
+// use.
 func newDBTarget(config metaConfig, stats *metaStats) *dbTarget {
-	d := &dbTarget{
+	return &dbTarget{
 		config:  config,
 		fs:      vfs.NewMem(),
 		snaps:   map[int]*Snapshot{},
@@ -390,10 +399,6 @@ func newDBTarget(config metaConfig, stats *metaStats) *dbTarget {
 		acked:   metaState{},
 		durable: metaState{},
 	}
-	if err := d.open(); err != nil {
-		panic(fmt.Sprintf("open an empty store: %v", err))
-	}
-	return d
 }
 
 // open opens the store with the configuration's options, for a reopen
