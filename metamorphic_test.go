@@ -21,14 +21,6 @@ var (
 	metaOps        = flag.Int("metamorphic.ops", 1200, "operations per seed in TestMetamorphic")
 	metaDir        = flag.String("metamorphic.dir", "", "where TestMetamorphic writes the histories of a failing seed (empty: a new temporary directory, kept)")
 	metaReduceFlag = flag.Bool("metamorphic.reduce", false, "TestMetamorphic shortens the sequence of the first failing configuration (see metaReduce) and prints it")
-
-	// metaNoSyncCrash: issue 9 defect 4 (under NoSync a flush does not sync
-	// the directory entry of its table, but the MANIFEST edit naming it is
-	// synced, so after a power loss Open fails for good with "table in the
-	// MANIFEST is missing") fails nearly every NoSync crash of a sequence.
-	// Until it is fixed, NoSync configurations run the sequence with each
-	// crash replaced by a clean reopen, unless this flag is set.
-	metaNoSyncCrash = flag.Bool("metamorphic.nosync-crash", false, "TestMetamorphic crashes NoSync configurations too (see issue 9, defect 4)")
 )
 
 // metaConfig is one option set the sequence runs under: opts for the first
@@ -169,19 +161,14 @@ func runMetamorphic(t *testing.T, seed uint64, n int, stats *metaStats) {
 	stats.ops += len(ops)
 	type failure struct {
 		config metaConfig
-		ops    []metaOp
 		got    []string
 	}
 	var failures []failure
 	configs := metaConfigs(seed)
 	for _, c := range configs {
-		cops := ops
-		if c.opts.NoSync && !*metaNoSyncCrash {
-			cops = withoutCrashes(ops)
-		}
-		got := runConfig(c, cops, stats)
+		got := runConfig(c, ops, stats)
 		if firstDiff(got, want) >= 0 {
-			failures = append(failures, failure{c, cops, got})
+			failures = append(failures, failure{c, got})
 		}
 	}
 	if len(failures) == 0 {
@@ -189,7 +176,7 @@ func runMetamorphic(t *testing.T, seed uint64, n int, stats *metaStats) {
 	}
 	dir := saveHistories(t, seed, ops, want, func(save func(name string, ops []metaOp, results []string)) {
 		for _, f := range failures {
-			save(f.config.name, f.ops, f.got)
+			save(f.config.name, ops, f.got)
 		}
 	})
 	var msg strings.Builder
@@ -197,18 +184,15 @@ func runMetamorphic(t *testing.T, seed uint64, n int, stats *metaStats) {
 	for _, f := range failures {
 		i := firstDiff(f.got, want)
 		fmt.Fprintf(&msg, "\n  %s: first difference at operation %d: %s\n    got:  %s\n    want: %s",
-			f.config.name, i, opText(f.ops, i), lineAt(f.got, i), lineAt(want, i))
+			f.config.name, i, opText(ops, i), lineAt(f.got, i), lineAt(want, i))
 	}
 	if *metaReduceFlag {
 		f := failures[0]
-		fmt.Fprintf(&msg, "\n  %s, reduced:\n%s", f.config.name, reduceFailure(f.config, f.ops))
+		fmt.Fprintf(&msg, "\n  %s, reduced:\n%s", f.config.name, reduceFailure(f.config, ops))
 	} else {
 		msg.WriteString("\nadd -metamorphic.reduce to shorten the failing sequences")
 	}
 	fmt.Fprintf(&msg, "\nhistories in %s\nreproduce: go test -run 'TestMetamorphic' -metamorphic.seed %d -metamorphic.ops %d", dir, seed, n)
-	if *metaNoSyncCrash {
-		msg.WriteString(" -metamorphic.nosync-crash")
-	}
 	t.Fatal(msg.String())
 }
 
@@ -266,20 +250,6 @@ func runMetaOps(ops []metaOp, target metaTarget) (results []string) {
 		}
 	}
 	return results
-}
-
-// withoutCrashes returns ops with every crash replaced by a clean reopen,
-// for NoSync configurations (see metaNoSyncCrash). Both leave the model
-// unchanged, so the history must still equal the model's.
-func withoutCrashes(ops []metaOp) []metaOp {
-	out := make([]metaOp, len(ops))
-	for i, op := range ops {
-		if _, ok := op.(crashOp); ok {
-			op = reopenOp{}
-		}
-		out[i] = op
-	}
-	return out
 }
 
 // firstDiff returns the index of the first result that differs, or -1.
