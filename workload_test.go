@@ -1,0 +1,330 @@
+package shale
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// This file holds a reusable workload and the checking idea of the crash and
+// fault campaigns: a workload is a fixed list of steps generated from a seed;
+// a history records the state the store must hold after each acknowledged
+// write, as a fingerprint, so that a store recovered after a crash can be
+// matched to the prefix of the history it holds.
+
+// stepKind is one kind of workload step.
+type stepKind int
+
+const (
+	stepPut stepKind = iota
+	stepDelete
+	stepBatch
+	stepFlush
+	stepCompact
+	stepSnapshot // take a snapshot, kept until stepRelease
+	stepRelease  // check the oldest open snapshot still reads its state, then close it
+	stepReopen   // Close and Open
+)
+
+// step is one operation of a workload. A put, delete or batch is a write:
+// its puts and deletes are ops; a nil value is a delete.
+type step struct {
+	kind stepKind
+	ops  []kv
+}
+
+type kv struct {
+	key string
+	val *string
+}
+
+// genWorkload returns n steps drawn from seed over a small key space, with
+// values from a few bytes to a few KiB (so that records span WAL pages).
+func genWorkload(seed uint64, n int) []step {
+	rng := rand.New(rand.NewPCG(seed, 0xc0ffee))
+	key := func() string { return fmt.Sprintf("k%03d", rng.IntN(120)) }
+	val := func(i int) *string {
+		size := rng.IntN(200)
+		if rng.IntN(10) == 0 {
+			size = 1000 + rng.IntN(5000)
+		}
+		v := fmt.Sprintf("v%d-%s", i, strings.Repeat("x", size))
+		return &v
+	}
+	steps := make([]step, 0, n)
+	snapshots := 0
+	for i := range n {
+		var s step
+		switch r := rng.IntN(100); {
+		case r < 45:
+			s = step{kind: stepPut, ops: []kv{{key(), val(i)}}}
+		case r < 55:
+			s = step{kind: stepDelete, ops: []kv{{key(), nil}}}
+		case r < 75:
+			s.kind = stepBatch
+			for j := 2 + rng.IntN(6); j > 0; j-- {
+				if rng.IntN(4) == 0 {
+					s.ops = append(s.ops, kv{key(), nil})
+				} else {
+					s.ops = append(s.ops, kv{key(), val(i)})
+				}
+			}
+		case r < 83:
+			s.kind = stepFlush
+		case r < 86:
+			s.kind = stepCompact
+		case r < 91:
+			s.kind = stepSnapshot
+			snapshots++
+		case r < 96 && snapshots > 0:
+			s.kind = stepRelease
+			snapshots--
+		default:
+			s.kind = stepReopen
+		}
+		steps = append(steps, s)
+	}
+	return steps
+}
+
+// state is the content of a store.
+type state map[string]string
+
+// apply applies a write's ops to the state.
+func (s state) apply(ops []kv) {
+	for _, op := range ops {
+		if op.val == nil {
+			delete(s, op.key)
+		} else {
+			s[op.key] = *op.val
+		}
+	}
+}
+
+// fingerprint identifies a state: the XOR of a hash of each key/value pair,
+// so a write updates it in time proportional to the write.
+func entryHash(k, v string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(k))
+	h.Write([]byte{0})
+	h.Write([]byte(v))
+	return h.Sum64()
+}
+
+func fingerprint(s state) uint64 {
+	var fp uint64
+	for k, v := range s {
+		fp ^= entryHash(k, v)
+	}
+	return fp
+}
+
+// history is the sequence of states a workload's writes went through. It is
+// safe for concurrent use: crash points are taken on the DB's background
+// goroutines while the workload runs.
+type history struct {
+	mu    sync.Mutex
+	cur   state    // the state after the acknowledged writes
+	fps   []uint64 // fps[i]: the state after the first i writes begun
+	acked int      // writes acknowledged: all of fps but a write in flight
+}
+
+func newHistory() *history { return &history{cur: state{}, fps: []uint64{0}} }
+
+// begin records a write, ops, as in flight.
+func (h *history) begin(ops []kv) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fp := h.fps[h.acked]
+	seen := map[string]*string{} // the batch's own earlier writes to a key
+	for _, op := range ops {
+		if old, ok := seen[op.key]; ok {
+			if old != nil {
+				fp ^= entryHash(op.key, *old)
+			}
+		} else if old, ok := h.cur[op.key]; ok {
+			fp ^= entryHash(op.key, old)
+		}
+		if op.val != nil {
+			fp ^= entryHash(op.key, *op.val)
+		}
+		seen[op.key] = op.val
+	}
+	h.fps = append(h.fps[:h.acked+1], fp)
+}
+
+// ack records that the write in flight was acknowledged.
+func (h *history) ack(ops []kv) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cur.apply(ops)
+	h.acked++
+}
+
+// abort records that the write in flight failed.
+func (h *history) abort() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fps = h.fps[:h.acked+1]
+}
+
+// snapshot returns the current state.
+func (h *history) snapshot() state {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.cur)
+}
+
+// mark tells what a crash now may leave.
+func (h *history) mark() crashMark {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return crashMark{lo: h.acked, hi: len(h.fps) - 1}
+}
+
+// crashMark bounds the writes a crash may keep: the first lo acknowledged
+// writes were acknowledged before it, and no more than hi had begun.
+type crashMark struct{ lo, hi int }
+
+// check tells whether a recovered state of fingerprint fp is allowed at
+// mark m: with synced writes, every write acknowledged before the crash
+// (and maybe those in flight); with NoSync, any prefix of the writes begun.
+// It returns "" when the state is allowed, otherwise what is wrong.
+func (h *history) check(fp uint64, m crashMark, noSync bool) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	lo := m.lo
+	if noSync {
+		lo = 0
+	}
+	// The latest matching prefix: states can repeat (a put undone by a delete).
+	for i := min(m.hi, len(h.fps)-1); i >= 0; i-- {
+		if h.fps[i] != fp {
+			continue
+		}
+		if i >= lo {
+			return ""
+		}
+		return fmt.Sprintf("holds the state after %d acknowledged writes, want at least %d", i, m.lo)
+	}
+	return fmt.Sprintf("matches no prefix of the %d acknowledged writes (a partial batch, a lost write or garbage)", m.hi)
+}
+
+// scanState reads the whole store, forward.
+func scanState(db *DB) (state, error) {
+	s := state{}
+	it := db.NewIter(nil)
+	for ok := it.First(); ok; ok = it.Next() {
+		s[string(it.Key())] = string(it.Value())
+	}
+	return s, errors.Join(it.Error(), it.Close())
+}
+
+// diffStates describes how got differs from want, briefly.
+func diffStates(got, want state) string {
+	var d []string
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if g, ok := got[k]; !ok {
+			d = append(d, k+" missing")
+		} else if g != want[k] {
+			d = append(d, k+" differs")
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[k]; !ok {
+			d = append(d, k+" extra")
+		}
+	}
+	if len(d) > 5 {
+		d = append(d[:5], fmt.Sprintf("and %d more", len(d)-5))
+	}
+	return strings.Join(d, ", ")
+}
+
+// errSnapshotChanged: a snapshot no longer reads the state it was taken at.
+var errSnapshotChanged = errors.New("snapshot reads a changed state")
+
+// runner runs a workload's steps against a DB and records the history.
+// Write errors are returned to the caller, which decides what they mean.
+type runner struct {
+	open  func() (*DB, error)
+	db    *DB
+	h     *history
+	snaps []openSnapshot
+}
+
+type openSnapshot struct {
+	snap *Snapshot
+	want state
+}
+
+// run applies one step. A write that fails is not acknowledged.
+func (r *runner) run(s step) error {
+	switch s.kind {
+	case stepPut, stepDelete, stepBatch:
+		b := r.db.NewBatch()
+		for _, op := range s.ops {
+			if op.val == nil {
+				b.Delete([]byte(op.key))
+			} else {
+				b.Put([]byte(op.key), []byte(*op.val))
+			}
+		}
+		r.h.begin(s.ops)
+		if err := r.db.Apply(b); err != nil {
+			r.h.abort()
+			return err
+		}
+		r.h.ack(s.ops)
+	case stepFlush:
+		return r.db.Flush()
+	case stepCompact:
+		return r.db.Compact()
+	case stepSnapshot:
+		r.snaps = append(r.snaps, openSnapshot{r.db.NewSnapshot(), r.h.snapshot()})
+	case stepRelease:
+		if len(r.snaps) == 0 {
+			return nil
+		}
+		s := r.snaps[0]
+		r.snaps = r.snaps[1:]
+		got := state{}
+		it := s.snap.NewIter(nil)
+		for ok := it.First(); ok; ok = it.Next() {
+			got[string(it.Key())] = string(it.Value())
+		}
+		if err := errors.Join(it.Error(), it.Close(), s.snap.Close()); err != nil {
+			return err
+		}
+		if fingerprint(got) != fingerprint(s.want) {
+			return fmt.Errorf("%w: %s", errSnapshotChanged, diffStates(got, s.want))
+		}
+	case stepReopen:
+		err := r.close()
+		if err != nil {
+			return err
+		}
+		r.db, err = r.open()
+		return err
+	}
+	return nil
+}
+
+// close closes the open snapshots and the DB.
+func (r *runner) close() error {
+	var errs []error
+	for _, s := range r.snaps {
+		errs = append(errs, s.snap.Close())
+	}
+	r.snaps = nil
+	if r.db != nil {
+		errs = append(errs, r.db.Close())
+		r.db = nil
+	}
+	return errors.Join(errs...)
+}
