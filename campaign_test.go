@@ -159,7 +159,7 @@ func crashCampaign(t *testing.T, seed uint64, steps, every, nestedEvery int, noS
 	}
 	efs.SetInjector(crashAt)
 
-	r := &runner{open: func() (*DB, error) { return Open("db", campaignOptions(efs, noSync)) }, h: h}
+	r := &runner{open: func() (*DB, error) { return Open("db", campaignOptions(efs, noSync)) }, rec: h}
 	var err error
 	if r.db, err = r.open(); err != nil {
 		t.Fatal(err)
@@ -250,4 +250,167 @@ func withTimeout(t *testing.T, d time.Duration, what string, f func()) {
 	case <-time.After(d):
 		t.Fatalf("%s did not return within %v", what, d)
 	}
+}
+
+// keyModel is what a store may hold after writes that failed: per key, the
+// value of the last acknowledged write (nil: absent), or that of any write
+// that failed after it, since a failed write may or may not have reached
+// the log.
+type keyModel struct {
+	acked   map[string]*string
+	maybe   map[string][]*string
+	pending []kv
+}
+
+func newKeyModel() *keyModel {
+	return &keyModel{acked: map[string]*string{}, maybe: map[string][]*string{}}
+}
+
+func (m *keyModel) begin(ops []kv) { m.pending = ops }
+
+func (m *keyModel) ack(ops []kv) {
+	for _, op := range ops {
+		m.acked[op.key] = op.val
+		delete(m.maybe, op.key)
+	}
+}
+
+func (m *keyModel) abort() {
+	last := map[string]*string{}
+	for _, op := range m.pending {
+		last[op.key] = op.val
+	}
+	for k, v := range last {
+		m.maybe[k] = append(m.maybe[k], v)
+	}
+}
+
+// check compares a store's content with the model and describes the first
+// key that holds a value no write left it, or "".
+func (m *keyModel) check(s state) string {
+	allowed := func(k string, got *string) bool {
+		for _, v := range append([]*string{m.acked[k]}, m.maybe[k]...) {
+			if (v == nil) == (got == nil) && (v == nil || *v == *got) {
+				return true
+			}
+		}
+		return false
+	}
+	for k := range m.acked {
+		if v, ok := s[k]; !ok && !allowed(k, nil) {
+			return fmt.Sprintf("acknowledged write of %s lost", k)
+		} else if ok && !allowed(k, &v) {
+			return fmt.Sprintf("%s holds a value no later write left", k)
+		}
+	}
+	for k, v := range s {
+		if _, ok := m.acked[k]; !ok && !allowed(k, &v) {
+			return fmt.Sprintf("%s holds a value never acknowledged", k)
+		}
+	}
+	return ""
+}
+
+// faultVariants are the ways an operation fails in TestFaultCampaign.
+var faultVariants = []struct {
+	name       string
+	err        error
+	persistent bool
+}{
+	{"once", vfs.ErrInjected, false},
+	{"once-ENOSPC", vfs.ErrNoSpace, false},
+	{"persistent", vfs.ErrInjected, true},
+	{"persistent-ENOSPC", vfs.ErrNoSpace, true},
+}
+
+// TestFaultCampaign fails one file-system operation, chosen by its index in
+// the run (every index, with -long; every 3rd otherwise), of a workload of
+// puts, deletes, batches, flushes, compactions, snapshots and reopens, once
+// or from then on, with a plain I/O error or ENOSPC. Every error a call
+// returns must be the injected one; nothing may panic or hang; and once the
+// store is reopened on a healthy file system, as the run left it and after
+// a power loss, every acknowledged write must be there and every other
+// value must come from a write that failed.
+func TestFaultCampaign(t *testing.T) {
+	seed, steps, every := uint64(7), 120, 3
+	if *long {
+		steps, every = 400, 1
+	}
+	// A run without errors counts the operations; runs with errors may do
+	// fewer (a failed store stops) or, with background work, a few more.
+	probe := &vfs.IndexInjector{Index: -1 >> 1}
+	withTimeout(t, time.Minute, "the fault-free run", func() {
+		if problem := faultRun(seed, steps, probe); problem != "" {
+			t.Errorf("without faults: %s", problem)
+		}
+	})
+	n := int(probe.Count())
+	for _, v := range faultVariants {
+		t.Run(v.name, func(t *testing.T) {
+			fails := newFailures()
+			fired := 0
+			for i := 0; i < n; i += every {
+				ii := &vfs.IndexInjector{Index: int64(i), Err: v.err, Persistent: v.persistent}
+				withTimeout(t, time.Minute, fmt.Sprintf("the run failing operation %d", i), func() {
+					if problem := faultRun(seed, steps, ii); problem != "" {
+						fails.add(problem, fmt.Sprintf("operation %d", i))
+					}
+				})
+				if ii.Fired() {
+					fired++
+				}
+			}
+			fails.report(t, fmt.Sprintf("%d operations in the fault-free run; %d runs with an error injected", n, fired))
+		})
+	}
+}
+
+// faultRun runs the workload of seed on a file system that fails what ii
+// says, then reopens the store without faults and checks it. It returns
+// what went wrong, or "".
+func faultRun(seed uint64, steps int, ii *vfs.IndexInjector) string {
+	mem := vfs.NewMem()
+	efs := vfs.NewErrorFS(mem)
+	efs.SetInjector(ii.Inject)
+	m := newKeyModel()
+	r := &runner{open: func() (*DB, error) { return Open("db", campaignOptions(efs, false)) }, rec: m}
+	notInjected := func(err error) bool {
+		return err != nil && !errors.Is(err, vfs.ErrInjected)
+	}
+	var err error
+	if r.db, err = r.open(); notInjected(err) {
+		return "Open: " + err.Error()
+	}
+	for i, s := range genWorkload(seed, steps) {
+		if r.db == nil {
+			break // an Open failed: the store is not usable until the disk is
+		}
+		err := r.run(s)
+		if errors.Is(err, errSnapshotChanged) || notInjected(err) {
+			r.close()
+			return fmt.Sprintf("step %d: %v", i, err)
+		}
+	}
+	if err := r.close(); notInjected(err) {
+		return "Close: " + err.Error()
+	}
+	efs.SetInjector(nil)
+	// Reopen after a power loss, then as the run left the disk.
+	for _, fs := range []struct {
+		name string
+		fs   *vfs.MemFS
+	}{{"after a power loss", mem.CrashClone()}, {"as left", mem}} {
+		db, err := Open("db", campaignOptions(fs.fs, false))
+		if err != nil {
+			return fmt.Sprintf("reopen %s on a healthy disk: %v", fs.name, err)
+		}
+		s, err := scanState(db)
+		if err := errors.Join(err, db.Close()); err != nil {
+			return fmt.Sprintf("reading the store reopened %s: %v", fs.name, err)
+		}
+		if problem := m.check(s); problem != "" {
+			return fmt.Sprintf("reopened %s: %s", fs.name, problem)
+		}
+	}
+	return ""
 }

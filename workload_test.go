@@ -173,13 +173,6 @@ func (h *history) abort() {
 	h.fps = h.fps[:h.acked+1]
 }
 
-// snapshot returns the current state.
-func (h *history) snapshot() state {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return maps.Clone(h.cur)
-}
-
 // mark tells what a crash now may leave.
 func (h *history) mark() crashMark {
 	h.mu.Lock()
@@ -249,12 +242,21 @@ func diffStates(got, want state) string {
 // errSnapshotChanged: a snapshot no longer reads the state it was taken at.
 var errSnapshotChanged = errors.New("snapshot reads a changed state")
 
-// runner runs a workload's steps against a DB and records the history.
-// Write errors are returned to the caller, which decides what they mean.
+// recorder learns the outcome of each write a runner makes.
+type recorder interface {
+	begin(ops []kv) // before the write
+	ack(ops []kv)   // it returned nil
+	abort()         // it failed
+}
+
+// runner runs a workload's steps against a DB and tells rec about each
+// write. Step errors are returned to the caller, which decides what they
+// mean. A snapshot is checked against a scan of the DB made when it was
+// taken, so the check holds whatever the fate of failed writes.
 type runner struct {
 	open  func() (*DB, error)
 	db    *DB
-	h     *history
+	rec   recorder
 	snaps []openSnapshot
 }
 
@@ -275,18 +277,23 @@ func (r *runner) run(s step) error {
 				b.Put([]byte(op.key), []byte(*op.val))
 			}
 		}
-		r.h.begin(s.ops)
+		r.rec.begin(s.ops)
 		if err := r.db.Apply(b); err != nil {
-			r.h.abort()
+			r.rec.abort()
 			return err
 		}
-		r.h.ack(s.ops)
+		r.rec.ack(s.ops)
 	case stepFlush:
 		return r.db.Flush()
 	case stepCompact:
 		return r.db.Compact()
 	case stepSnapshot:
-		r.snaps = append(r.snaps, openSnapshot{r.db.NewSnapshot(), r.h.snapshot()})
+		snap := r.db.NewSnapshot()
+		want, err := scanState(r.db)
+		if err != nil {
+			return errors.Join(err, snap.Close())
+		}
+		r.snaps = append(r.snaps, openSnapshot{snap, want})
 	case stepRelease:
 		if len(r.snaps) == 0 {
 			return nil
