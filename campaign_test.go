@@ -110,10 +110,10 @@ var crashModels = []struct {
 // NoSync, a prefix of the acknowledged history. At some crash points (all
 // with -long) the store is crashed again before every mutating operation of
 // its recovery, and each of those must recover to the same data. The short
-// run tries every 2nd crash point of one seed and nests a second crash in
-// every 5th store checked; -long tries every point of 4 longer workloads.
+// run tries every 3rd crash point of one seed and nests a second crash in
+// every 12th store checked; -long tries every point of 4 longer workloads.
 func TestCrashCampaign(t *testing.T) {
-	seeds, steps, every, nestedEvery := []uint64{1}, 250, 2, 5
+	seeds, steps, every, nestedEvery := []uint64{1}, 250, 3, 12
 	if *long {
 		seeds, steps, every, nestedEvery = []uint64{1, 2, 3, 4}, 1000, 1, 1
 	}
@@ -324,15 +324,16 @@ var faultVariants = []struct {
 }
 
 // TestFaultCampaign fails one file-system operation, chosen by its index in
-// the run (every index, with -long; every 3rd otherwise), of a workload of
-// puts, deletes, batches, flushes, compactions, snapshots and reopens, once
-// or from then on, with a plain I/O error or ENOSPC. Every error a call
+// the run, of a workload of puts, deletes, batches, flushes, compactions,
+// snapshots and reopens, once or from then on, with a plain I/O error or
+// ENOSPC: every index of a 400-step workload with -long, every 5th of an
+// 80-step one otherwise. Every error a call
 // returns must be the injected one; nothing may panic or hang; and once the
 // store is reopened on a healthy file system, as the run left it and after
 // a power loss, every acknowledged write must be there and every other
 // value must come from a write that failed.
 func TestFaultCampaign(t *testing.T) {
-	seed, steps, every := uint64(7), 120, 3
+	seed, steps, every := uint64(7), 80, 5
 	if *long {
 		steps, every = 400, 1
 	}
