@@ -185,8 +185,9 @@ func crashCampaign(t *testing.T, seed uint64, steps, every, nestedEvery int, noS
 
 // checkCrash opens the crashed store c and checks it holds a state the
 // history allows at mark m. With nest, it crashes again before every
-// mutating operation of that recovery (Open, the scan and Close) and checks
-// that each of those stores recovers to the same state. It returns the
+// mutating operation of that recovery (Open, the scan and Close), under each
+// crash model in turn, and checks that each of those stores recovers to the
+// same state. It returns the
 // number of second crashes tried.
 func checkCrash(c *vfs.MemFS, h *history, m crashMark, noSync, nest bool, fails *failures, where string) int {
 	var nested []*vfs.MemFS
@@ -195,7 +196,8 @@ func checkCrash(c *vfs.MemFS, h *history, m crashMark, noSync, nest bool, fails 
 		efs := vfs.NewErrorFS(c)
 		efs.SetInjector(func(op vfs.Op, _ string) error {
 			if mutates(op) {
-				nested = append(nested, c.CrashClone())
+				model := crashModels[len(nested)%len(crashModels)].mode
+				nested = append(nested, c.CrashCloneWith(vfs.CrashOptions{Mode: model, Seed: uint64(len(nested))}))
 			}
 			return nil
 		})
