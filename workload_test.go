@@ -29,13 +29,15 @@ const (
 	stepSnapshot // take a snapshot, kept until stepRelease
 	stepRelease  // check the oldest open snapshot still reads its state, then close it
 	stepReopen   // Close and Open
+	stepGroup    // several batches on disjoint keys, applied concurrently
 )
 
-// step is one operation of a workload. A put, delete or batch is a write:
-// its puts and deletes are ops; a nil value is a delete.
+// step is one operation of a workload. A put, delete or batch is one write,
+// a group several: writes[i] holds the puts and deletes of write i; a nil
+// value is a delete. The writes of a group touch disjoint keys.
 type step struct {
-	kind stepKind
-	ops  []kv
+	kind   stepKind
+	writes [][]kv
 }
 
 type kv struct {
@@ -61,17 +63,37 @@ func genWorkload(seed uint64, n int) []step {
 	for i := range n {
 		var s step
 		switch r := rng.IntN(100); {
-		case r < 45:
-			s = step{kind: stepPut, ops: []kv{{key(), val(i)}}}
-		case r < 55:
-			s = step{kind: stepDelete, ops: []kv{{key(), nil}}}
-		case r < 75:
-			s.kind = stepBatch
+		case r < 40:
+			s = step{kind: stepPut, writes: [][]kv{{{key(), val(i)}}}}
+		case r < 50:
+			s = step{kind: stepDelete, writes: [][]kv{{{key(), nil}}}}
+		case r < 67:
+			var ops []kv
 			for j := 2 + rng.IntN(6); j > 0; j-- {
 				if rng.IntN(4) == 0 {
-					s.ops = append(s.ops, kv{key(), nil})
+					ops = append(ops, kv{key(), nil})
 				} else {
-					s.ops = append(s.ops, kv{key(), val(i)})
+					ops = append(ops, kv{key(), val(i)})
+				}
+			}
+			s = step{kind: stepBatch, writes: [][]kv{ops}}
+		case r < 75:
+			// Values of 1-3 KiB, so that a commit group spans WAL pages.
+			s.kind = stepGroup
+			used := map[string]bool{}
+			for w := 2 + rng.IntN(3); w > 0; w-- {
+				var ops []kv
+				for j := 1 + rng.IntN(3); j > 0; j-- {
+					k := key()
+					if used[k] {
+						continue
+					}
+					used[k] = true
+					v := fmt.Sprintf("v%d-%s", i, strings.Repeat("g", 1000+rng.IntN(2000)))
+					ops = append(ops, kv{k, &v})
+				}
+				if len(ops) > 0 {
+					s.writes = append(s.writes, ops)
 				}
 			}
 		case r < 83:
@@ -128,49 +150,78 @@ func fingerprint(s state) uint64 {
 // safe for concurrent use: crash points are taken on the DB's background
 // goroutines while the workload runs.
 type history struct {
-	mu    sync.Mutex
-	cur   state    // the state after the acknowledged writes
-	fps   []uint64 // fps[i]: the state after the first i writes begun
-	acked int      // writes acknowledged: all of fps but a write in flight
+	mu  sync.Mutex
+	cur state // the state after the acknowledged steps
+	// fps[i] holds the fingerprints of the states the store may pass
+	// through in the i-th writing step: fps[i][0] is the state after it
+	// whole; for a group, whose writes commit in an order the test does not
+	// know, the others are the states after each subset of its writes.
+	fps   [][]uint64
+	acked int // writing steps acknowledged: all of fps but one in flight
 }
 
-func newHistory() *history { return &history{cur: state{}, fps: []uint64{0}} }
+func newHistory() *history { return &history{cur: state{}, fps: [][]uint64{{0}}} }
 
-// begin records a write, ops, as in flight.
-func (h *history) begin(ops []kv) {
+// begin records the writes of one step as in flight.
+func (h *history) begin(writes [][]kv) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	fp := h.fps[h.acked]
-	seen := map[string]*string{} // the batch's own earlier writes to a key
+	base := h.fps[h.acked][0]
+	deltas := make([]uint64, len(writes))
+	for i, ops := range writes {
+		deltas[i] = h.delta(ops)
+	}
+	fps := []uint64{base}
+	for _, d := range deltas {
+		fps[0] ^= d
+	}
+	if len(writes) > 1 {
+		for subset := 0; subset < 1<<len(writes)-1; subset++ {
+			fp := base
+			for i, d := range deltas {
+				if subset&(1<<i) != 0 {
+					fp ^= d
+				}
+			}
+			fps = append(fps, fp)
+		}
+	}
+	h.fps = append(h.fps[:h.acked+1], fps)
+}
+
+// delta returns what applying ops to h.cur changes in its fingerprint.
+func (h *history) delta(ops []kv) uint64 {
+	var d uint64
+	seen := map[string]*string{} // the write's own earlier ops on a key
 	for _, op := range ops {
 		if old, ok := seen[op.key]; ok {
 			if old != nil {
-				fp ^= entryHash(op.key, *old)
+				d ^= entryHash(op.key, *old)
 			}
 		} else if old, ok := h.cur[op.key]; ok {
-			fp ^= entryHash(op.key, old)
+			d ^= entryHash(op.key, old)
 		}
 		if op.val != nil {
-			fp ^= entryHash(op.key, *op.val)
+			d ^= entryHash(op.key, *op.val)
 		}
 		seen[op.key] = op.val
 	}
-	h.fps = append(h.fps[:h.acked+1], fp)
+	return d
 }
 
-// ack records that the write in flight was acknowledged.
-func (h *history) ack(ops []kv) {
+// end records the outcome of the step in flight: acknowledged if every
+// write returned nil, otherwise forgotten.
+func (h *history) end(writes [][]kv, errs []error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.cur.apply(ops)
+	if errors.Join(errs...) != nil {
+		h.fps = h.fps[:h.acked+1]
+		return
+	}
+	for _, ops := range writes {
+		h.cur.apply(ops)
+	}
 	h.acked++
-}
-
-// abort records that the write in flight failed.
-func (h *history) abort() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.fps = h.fps[:h.acked+1]
 }
 
 // mark tells what a crash now may leave.
@@ -185,9 +236,9 @@ func (h *history) mark() crashMark {
 type crashMark struct{ lo, hi int }
 
 // check tells whether a recovered state of fingerprint fp is allowed at
-// mark m: with synced writes, every write acknowledged before the crash
-// (and maybe those in flight); with NoSync, any prefix of the writes begun.
-// It returns "" when the state is allowed, otherwise what is wrong.
+// mark m: with synced writes, every step acknowledged before the crash (and
+// maybe some of those in flight); with NoSync, any prefix of the writes
+// begun. It returns "" when the state is allowed, otherwise what is wrong.
 func (h *history) check(fp uint64, m crashMark, noSync bool) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -195,17 +246,20 @@ func (h *history) check(fp uint64, m crashMark, noSync bool) string {
 	if noSync {
 		lo = 0
 	}
-	// The latest matching prefix: states can repeat (a put undone by a delete).
+	// The latest matching step: states can repeat (a put undone by a delete).
 	for i := min(m.hi, len(h.fps)-1); i >= 0; i-- {
-		if h.fps[i] != fp {
-			continue
-		}
-		if i >= lo {
+		if i == m.lo && !noSync && h.fps[i][0] == fp {
 			return ""
 		}
-		return fmt.Sprintf("holds the state after %d acknowledged writes, want at least %d", i, m.lo)
+		if !slices.Contains(h.fps[i], fp) {
+			continue
+		}
+		if i > lo || noSync {
+			return ""
+		}
+		return fmt.Sprintf("holds a state of writing step %d, want the state after step %d", i, m.lo)
 	}
-	return fmt.Sprintf("matches no prefix of the %d acknowledged writes (a partial batch, a lost write or garbage)", m.hi)
+	return fmt.Sprintf("matches no prefix of the %d writing steps begun (a partial batch, a lost write or garbage)", m.hi)
 }
 
 // scanState reads the whole store, forward.
@@ -242,11 +296,10 @@ func diffStates(got, want state) string {
 // errSnapshotChanged: a snapshot no longer reads the state it was taken at.
 var errSnapshotChanged = errors.New("snapshot reads a changed state")
 
-// recorder learns the outcome of each write a runner makes.
+// recorder learns the outcome of each writing step a runner makes.
 type recorder interface {
-	begin(ops []kv) // before the write
-	ack(ops []kv)   // it returned nil
-	abort()         // it failed
+	begin(writes [][]kv)             // before the step
+	end(writes [][]kv, errs []error) // after: errs[i] is what write i returned
 }
 
 // runner runs a workload's steps against a DB and tells rec about each
@@ -268,21 +321,26 @@ type openSnapshot struct {
 // run applies one step. A write that fails is not acknowledged.
 func (r *runner) run(s step) error {
 	switch s.kind {
-	case stepPut, stepDelete, stepBatch:
-		b := r.db.NewBatch()
-		for _, op := range s.ops {
-			if op.val == nil {
-				b.Delete([]byte(op.key))
-			} else {
-				b.Put([]byte(op.key), []byte(*op.val))
-			}
+	case stepPut, stepDelete, stepBatch, stepGroup:
+		errs := make([]error, len(s.writes))
+		r.rec.begin(s.writes)
+		var wg sync.WaitGroup
+		for i, ops := range s.writes {
+			wg.Go(func() {
+				b := r.db.NewBatch()
+				for _, op := range ops {
+					if op.val == nil {
+						b.Delete([]byte(op.key))
+					} else {
+						b.Put([]byte(op.key), []byte(*op.val))
+					}
+				}
+				errs[i] = r.db.Apply(b)
+			})
 		}
-		r.rec.begin(s.ops)
-		if err := r.db.Apply(b); err != nil {
-			r.rec.abort()
-			return err
-		}
-		r.rec.ack(s.ops)
+		wg.Wait()
+		r.rec.end(s.writes, errs)
+		return errors.Join(errs...)
 	case stepFlush:
 		return r.db.Flush()
 	case stepCompact:
