@@ -112,11 +112,11 @@ var crashModels = []struct {
 // with -long) the store is crashed again before every mutating operation of
 // its recovery, and each of those must recover to the same data. The short
 // run tries every 2nd crash point of one seed and nests a second crash in
-// every 25th store checked; -long tries every point of 4 longer workloads.
+// every 25th store checked; -long tries every point of 2 longer workloads.
 func TestCrashCampaign(t *testing.T) {
 	seeds, steps, every, nestedEvery := []uint64{1}, 250, 2, 25
 	if *long {
-		seeds, steps, every, nestedEvery = []uint64{1, 2, 3, 4}, 1000, 1, 1
+		seeds, steps, every, nestedEvery = []uint64{1, 2}, 500, 1, 1
 	}
 	for _, noSync := range []bool{false, true} {
 		for _, seed := range seeds {
@@ -339,7 +339,7 @@ var faultVariants = []struct {
 // TestFaultCampaign fails one file-system operation, chosen by its index in
 // the run, of a workload of puts, deletes, batches, flushes, compactions,
 // snapshots and reopens, once or from then on, with a plain I/O error or
-// ENOSPC: every index of a 400-step workload with -long, every 5th of an
+// ENOSPC: every index of a 250-step workload with -long, every 5th of an
 // 80-step one otherwise. Every error a call
 // returns must be the injected one; nothing may panic or hang; and once the
 // store is reopened on a healthy file system, as the run left it and after
@@ -348,7 +348,7 @@ var faultVariants = []struct {
 func TestFaultCampaign(t *testing.T) {
 	seed, steps, every := uint64(7), 80, 5
 	if *long {
-		steps, every = 400, 1
+		steps, every = 250, 1
 	}
 	// A run without errors counts the operations; runs with errors may do
 	// fewer (a failed store stops) or, with background work, a few more.
