@@ -13,9 +13,9 @@ import (
 
 // This file holds a reusable workload and the checking idea of the crash and
 // fault campaigns: a workload is a fixed list of steps generated from a seed;
-// a history records the state the store must hold after each acknowledged
-// write, as a fingerprint, so that a store recovered after a crash can be
-// matched to the prefix of the history it holds.
+// a history records, as fingerprints, the states the store may hold after
+// each writing step, so that a store recovered after a crash can be matched
+// to the prefix of the history it holds.
 
 // stepKind is one kind of workload step.
 type stepKind int
@@ -128,8 +128,7 @@ func (s state) apply(ops []kv) {
 	}
 }
 
-// fingerprint identifies a state: the XOR of a hash of each key/value pair,
-// so a write updates it in time proportional to the write.
+// entryHash hashes one key/value pair of a state.
 func entryHash(k, v string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(k))
@@ -138,6 +137,8 @@ func entryHash(k, v string) uint64 {
 	return h.Sum64()
 }
 
+// fingerprint identifies a state: the XOR of the entryHash of each pair, so
+// that a write changes it by the XOR of the pairs it removes and adds.
 func fingerprint(s state) uint64 {
 	var fp uint64
 	for k, v := range s {
