@@ -104,9 +104,9 @@ var crashModels = []struct {
 // operation that can change what a crash leaves (create, write, sync,
 // directory sync, rename, remove) of a mixed workload (puts, deletes,
 // batches, groups of concurrent batches that commit together, flushes,
-// compactions, snapshots, reopens), in synced and NoSync
-// modes, under each crash model (exactly the synced bytes; a random subset
-// of the unsynced pages; a torn prefix of them). Each crashed store must
+// compactions, snapshots, reopens), in synced and NoSync modes, under each
+// crash model (exactly the synced bytes; a random subset of the unsynced
+// pages; a torn prefix of them). Each crashed store must
 // open and hold, synced, every acknowledged write and no partial batch, or,
 // NoSync, a prefix of the acknowledged history. At some crash points (all
 // with -long) the store is crashed again before every mutating operation of
@@ -195,14 +195,18 @@ func runWorkload(r *runner, steps []step) error {
 // history allows at mark m. With nest, it crashes again before every
 // mutating operation of that recovery (Open, the scan and Close), under each
 // crash model in turn, and checks that each of those stores recovers to the
-// same state. It returns the
-// number of second crashes tried.
+// same state. It returns the number of second crashes tried.
 func checkCrash(c *vfs.MemFS, h *history, m crashMark, noSync, nest bool, fails *failures, where string) int {
-	var nested []*vfs.MemFS
+	var (
+		mu     sync.Mutex // the recovered DB's background work also crashes
+		nested []*vfs.MemFS
+	)
 	fs := vfs.FS(c)
 	if nest {
 		efs := vfs.NewErrorFS(c)
 		efs.SetInjector(func(op vfs.Op, _ string) error {
+			mu.Lock()
+			defer mu.Unlock()
 			if mutates(op) {
 				model := crashModels[len(nested)%len(crashModels)].mode
 				nested = append(nested, c.CrashCloneWith(vfs.CrashOptions{Mode: model, Seed: uint64(len(nested))}))
