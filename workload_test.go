@@ -264,10 +264,20 @@ func (h *history) check(fp uint64, m crashMark, noSync bool) string {
 }
 
 // scanState reads the whole store, forward.
-func scanState(db *DB) (state, error) {
+func scanState(db *DB) (state, error) { return scanIter(db.NewIter(nil), true) }
+
+// scanIter reads everything it iterates over, forward or backward, and
+// closes it.
+func scanIter(it *Iterator, forward bool) (state, error) {
 	s := state{}
-	it := db.NewIter(nil)
-	for ok := it.First(); ok; ok = it.Next() {
+	var ok bool
+	move := it.Next
+	if forward {
+		ok = it.First()
+	} else {
+		ok, move = it.Last(), it.Prev
+	}
+	for ; ok; ok = move() {
 		s[string(it.Key())] = string(it.Value())
 	}
 	return s, errors.Join(it.Error(), it.Close())
@@ -359,17 +369,17 @@ func (r *runner) run(s step) error {
 		}
 		s := r.snaps[0]
 		r.snaps = r.snaps[1:]
-		got := state{}
-		it := s.snap.NewIter(nil)
-		for ok := it.First(); ok; ok = it.Next() {
-			got[string(it.Key())] = string(it.Value())
+		defer s.snap.Close()
+		for _, forward := range []bool{true, false} {
+			got, err := scanIter(s.snap.NewIter(nil), forward)
+			if err != nil {
+				return err
+			}
+			if fingerprint(got) != fingerprint(s.want) {
+				return fmt.Errorf("%w (forward %v): %s", errSnapshotChanged, forward, diffStates(got, s.want))
+			}
 		}
-		if err := errors.Join(it.Error(), it.Close(), s.snap.Close()); err != nil {
-			return err
-		}
-		if fingerprint(got) != fingerprint(s.want) {
-			return fmt.Errorf("%w: %s", errSnapshotChanged, diffStates(got, s.want))
-		}
+		return s.snap.Close()
 	case stepReopen:
 		err := r.close()
 		if err != nil {
