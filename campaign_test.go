@@ -343,14 +343,14 @@ var faultVariants = []struct {
 // TestFaultCampaign fails one file-system operation, chosen by its index in
 // the run, of a workload of puts, deletes, batches, flushes, compactions,
 // snapshots and reopens, once or from then on, with a plain I/O error or
-// ENOSPC: every index of a 250-step workload with -long, every 5th of an
+// ENOSPC: every index of a 250-step workload with -long, every 7th of an
 // 80-step one otherwise. Every error a call
 // returns must be the injected one; nothing may panic or hang; and once the
 // store is reopened on a healthy file system, as the run left it and after
 // a power loss, every acknowledged write must be there and every other
 // value must come from a write that failed.
 func TestFaultCampaign(t *testing.T) {
-	seed, steps, every := uint64(7), 80, 5
+	seed, steps, every := uint64(7), 80, 7
 	if *long {
 		steps, every = 250, 1
 	}
