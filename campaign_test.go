@@ -345,11 +345,11 @@ var faultVariants = []struct {
 // the run, of a workload of puts, deletes, batches, flushes, compactions,
 // snapshots and reopens, once or from then on, with a plain I/O error or
 // ENOSPC: every index of a 250-step workload with -long, every 7th of an
-// 80-step one otherwise. Every error a call
-// returns must be the injected one; nothing may panic or hang; and once the
-// store is reopened on a healthy file system, as the run left it and after
-// a power loss, every acknowledged write must be there and every other
-// value must come from a write that failed.
+// 80-step one otherwise. Every error a call returns must be the injected
+// one; nothing may panic or hang; and once the store is reopened on a
+// healthy file system, as the run left it and after a power loss, every
+// acknowledged write must be there and every other value must come from a
+// write that failed.
 func TestFaultCampaign(t *testing.T) {
 	seed, steps, every := uint64(7), 80, 7
 	if *long {
