@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-var crashRounds = flag.Int("crash.rounds", 4, "rounds of kill -9 and recover in TestCrash")
+var crashRounds = flag.Int("crash.rounds", 4, "rounds of kill -9 and recover in TestCrash and TestCrashCompaction (25 times as many with -long)")
 
 // TestCrash re-runs the test binary as a child that writes single puts and
 // batches to a store and prints each write once Apply has returned. The
@@ -23,18 +23,40 @@ var crashRounds = flag.Int("crash.rounds", 4, "rounds of kill -9 and recover in 
 // child began is there entirely or not at all.
 func TestCrash(t *testing.T) {
 	if dir := os.Getenv("SHALE_CRASH_CHILD"); dir != "" {
-		crashChild(dir, os.Getenv("SHALE_CRASH_ROUND"))
+		crashChild(dir, os.Getenv("SHALE_CRASH_ROUND"), 1, false)
 		return
 	}
+	crashRoundsOf(t, "TestCrash")
+}
+
+// TestCrashCompaction is TestCrash with four concurrent writers and a store
+// kept compacting: tiny memtables and levels, and a goroutine that calls
+// Compact again and again, so that the kill lands in flushes and
+// compactions, between their file writes and MANIFEST edits.
+func TestCrashCompaction(t *testing.T) {
+	if dir := os.Getenv("SHALE_CRASH_CHILD"); dir != "" {
+		crashChild(dir, os.Getenv("SHALE_CRASH_ROUND"), 4, true)
+		return
+	}
+	crashRoundsOf(t, "TestCrashCompaction")
+}
+
+// crashRoundsOf runs the rounds of kill and recover of the test named test,
+// whose child writes to a store in dir.
+func crashRoundsOf(t *testing.T, test string) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	acked := map[string]string{} // over all rounds: a later crash must not lose them either
-	for round := 0; round < *crashRounds; round++ {
-		ackedNow, begun := runCrashChild(t, dir, round, time.Duration(50+rng.IntN(400))*time.Millisecond)
-		maps.Copy(acked, ackedNow)
+	rounds := *crashRounds
+	if *long {
+		rounds *= 25
+	}
+	for round := 0; round < rounds; round++ {
+		res := runCrashChild(t, test, dir, round, time.Duration(50+rng.IntN(400))*time.Millisecond)
+		maps.Copy(acked, res.acked)
 		db, err := Open(dir, &Options{MemTableSize: 32 << 10})
 		if err != nil {
 			t.Fatalf("round %d: reopen after kill: %v", round, err)
@@ -45,7 +67,7 @@ func TestCrash(t *testing.T) {
 				t.Fatalf("round %d: acknowledged write %s=%s lost: got %q, %v", round, k, v, got, err)
 			}
 		}
-		for id, keys := range begun {
+		for id, keys := range res.begun {
 			present := 0
 			for _, k := range keys {
 				if _, err := db.Get([]byte(k)); err == nil {
@@ -56,17 +78,33 @@ func TestCrash(t *testing.T) {
 				t.Fatalf("round %d: batch %s partly applied: %d of %d keys", round, id, present, len(keys))
 			}
 		}
-		t.Logf("round %d: %d acknowledged writes (%d in all rounds), %d batches begun, all intact", round, len(ackedNow), len(acked), len(begun))
+		t.Logf("round %d: %d acknowledged writes (%d in all rounds), %d batches begun, %d manual compactions done, all intact; %d tables in L0, %d below",
+			round, len(res.acked), len(acked), len(res.begun), res.compactions, db.Metrics().Levels[0].Files, tablesBelowL0(db))
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-// runCrashChild runs the child for about d, kills it, and returns the
-// acknowledged key/values and the keys of every batch it began.
-func runCrashChild(t *testing.T, dir string, round int, d time.Duration) (map[string]string, map[string][]string) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrash$")
+// crashResult is what a killed child acknowledged.
+type crashResult struct {
+	acked       map[string]string   // key/values written
+	begun       map[string][]string // batch id: the keys of every batch it began
+	compactions int                 // Compact calls that returned
+}
+
+func tablesBelowL0(db *DB) int {
+	n := 0
+	for _, l := range db.Metrics().Levels[1:] {
+		n += l.Files
+	}
+	return n
+}
+
+// runCrashChild runs the child for about d, kills it, and returns what it
+// acknowledged.
+func runCrashChild(t *testing.T, test, dir string, round int, d time.Duration) crashResult {
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
 	cmd.Env = append(os.Environ(), "SHALE_CRASH_CHILD="+dir, "SHALE_CRASH_ROUND="+strconv.Itoa(round))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -76,8 +114,7 @@ func runCrashChild(t *testing.T, dir string, round int, d time.Duration) (map[st
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	acked := map[string]string{}
-	begun := map[string][]string{}
+	res := crashResult{acked: map[string]string{}, begun: map[string][]string{}}
 	lines := make(chan string)
 	go func() {
 		r := bufio.NewReader(out)
@@ -104,35 +141,64 @@ func runCrashChild(t *testing.T, dir string, round int, d time.Duration) (map[st
 			timer.Stop()
 			timer = time.AfterFunc(d, func() { cmd.Process.Kill() })
 		case len(f) == 3 && f[0] == "put":
-			acked[f[1]] = f[2]
+			res.acked[f[1]] = f[2]
 		case len(f) >= 2 && f[0] == "begin":
-			begun[f[1]] = f[2:]
+			res.begun[f[1]] = f[2:]
 		case len(f) == 2 && f[0] == "commit":
-			for _, k := range begun[f[1]] {
-				acked[k] = f[1]
+			for _, k := range res.begun[f[1]] {
+				res.acked[k] = f[1]
 			}
+		case len(f) == 1 && f[0] == "compacted":
+			res.compactions++
 		}
 	}
 	cmd.Wait()
 	if !ready {
 		t.Fatalf("round %d: the child did not open the store", round)
 	}
-	return acked, begun
+	return res
 }
 
-// crashChild writes until it is killed. Keys are unique per write, so an
+// crashChild writes until it is killed, from writers goroutines, and with
+// compact, calls Compact in a loop as well. Keys are unique per write, so an
 // acknowledged value can never be legitimately overwritten.
-func crashChild(dir, round string) {
-	db, err := Open(dir, &Options{MemTableSize: 32 << 10, L0CompactionThreshold: 2, LBaseMaxBytes: 256 << 10})
+func crashChild(dir, round string, writers int, compact bool) {
+	opts := &Options{MemTableSize: 32 << 10, L0CompactionThreshold: 2, LBaseMaxBytes: 256 << 10}
+	if compact {
+		opts = &Options{MemTableSize: 16 << 10, L0CompactionThreshold: 2, LBaseMaxBytes: 64 << 10, TargetFileSize: 16 << 10}
+	}
+	db, err := Open(dir, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child open:", err)
 		os.Exit(2)
 	}
 	fmt.Println("ready")
+	if compact {
+		go func() {
+			for {
+				if err := db.Compact(); err != nil {
+					fmt.Fprintln(os.Stderr, "child compact:", err)
+					os.Exit(2)
+				}
+				fmt.Println("compacted")
+			}
+		}()
+	}
+	for w := 1; w < writers; w++ {
+		go crashWriter(db, fmt.Sprintf("r%s-w%d", round, w))
+	}
+	crashWriter(db, fmt.Sprintf("r%s-w0", round))
+}
+
+// crashWriter writes puts and batches of keys named after prefix until the
+// process is killed, printing each write's keys before a batch and each
+// acknowledgement after. Each line is one write to stdout, so lines from
+// concurrent writers do not interleave.
+func crashWriter(db *DB, prefix string) {
 	val := strings.Repeat("v", 100)
 	for i := 0; ; i++ {
 		if i%3 == 0 {
-			id := fmt.Sprintf("r%s-b%d", round, i)
+			id := fmt.Sprintf("%s-b%d", prefix, i)
 			b := db.NewBatch()
 			keys := []string{id + "-0", id + "-1", id + "-2", id + "-3"}
 			for _, k := range keys {
@@ -146,7 +212,7 @@ func crashChild(dir, round string) {
 			fmt.Println("commit", id)
 			continue
 		}
-		k := fmt.Sprintf("r%s-p%d", round, i)
+		k := fmt.Sprintf("%s-p%d", prefix, i)
 		v := fmt.Sprintf("%s-%d", val[:i%100], i)
 		if err := db.Put([]byte(k), []byte(v)); err != nil {
 			fmt.Fprintln(os.Stderr, "child put:", err)

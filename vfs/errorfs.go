@@ -2,13 +2,25 @@ package vfs
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync/atomic"
+	"syscall"
 )
 
 // ErrInjected is the error an ErrorFS returns where it was told to fail.
 var ErrInjected = errors.New("vfs: injected error")
+
+// ErrNoSpace is an injected "no space left on device": it matches both
+// ErrInjected and syscall.ENOSPC with errors.Is.
+var ErrNoSpace error = noSpaceError{}
+
+type noSpaceError struct{}
+
+func (noSpaceError) Error() string { return "vfs: injected error: " + syscall.ENOSPC.Error() }
+
+func (noSpaceError) Is(target error) bool { return target == ErrInjected || target == syscall.ENOSPC }
 
 // Op names a file-system operation, for choosing where to inject errors.
 type Op int
@@ -24,7 +36,21 @@ const (
 	OpRead
 	OpSync
 	OpSyncDir
+	OpLock
+	OpMkdirAll
+	OpStat
+	OpClose
 )
+
+var opNames = [...]string{"create", "open", "remove", "rename", "list", "write", "read", "sync", "syncdir", "lock", "mkdirall", "stat", "close"}
+
+// String names the operation.
+func (op Op) String() string {
+	if op >= 0 && int(op) < len(opNames) {
+		return opNames[op]
+	}
+	return fmt.Sprintf("Op(%d)", int(op))
+}
 
 // Injector decides whether an operation on a path fails: it returns nil to
 // let it through or the error to return.
@@ -112,11 +138,30 @@ func (e *ErrorFS) SyncDir(dir string) error {
 	return e.FS.SyncDir(dir)
 }
 
-// Lock implements FS (never injected).
-func (e *ErrorFS) Lock(name string) (io.Closer, error) { return e.FS.Lock(name) }
+// Lock implements FS. Releasing the lock is not injected: a process that
+// ends releases its locks whatever the disk says.
+func (e *ErrorFS) Lock(name string) (io.Closer, error) {
+	if err := e.check(OpLock, name); err != nil {
+		return nil, err
+	}
+	return e.FS.Lock(name)
+}
 
-// MkdirAll implements FS (never injected).
-func (e *ErrorFS) MkdirAll(dir string, perm os.FileMode) error { return e.FS.MkdirAll(dir, perm) }
+// MkdirAll implements FS.
+func (e *ErrorFS) MkdirAll(dir string, perm os.FileMode) error {
+	if err := e.check(OpMkdirAll, dir); err != nil {
+		return err
+	}
+	return e.FS.MkdirAll(dir, perm)
+}
+
+// Stat implements FS.
+func (e *ErrorFS) Stat(name string) (os.FileInfo, error) {
+	if err := e.check(OpStat, name); err != nil {
+		return nil, err
+	}
+	return e.FS.Stat(name)
+}
 
 type errorFile struct {
 	File
@@ -144,3 +189,46 @@ func (f *errorFile) Sync() error {
 	}
 	return f.File.Sync()
 }
+
+// Close implements File. An injected failure still closes the file, as
+// close(2) does: the descriptor is gone whatever it returns.
+func (f *errorFile) Close() error {
+	err := f.fs.check(OpClose, f.name)
+	if cerr := f.File.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// IndexInjector counts the operations it sees, from 0, and fails the one
+// at Index with Err; if Persistent, it fails every operation after it too
+// (a disk that stays broken). Its Inject method is an Injector. It is safe
+// for concurrent use.
+type IndexInjector struct {
+	// Index is the operation that fails first.
+	Index int64
+	// Err is the error returned; nil means ErrInjected.
+	Err error
+	// Persistent keeps failing every operation after Index.
+	Persistent bool
+
+	count atomic.Int64
+}
+
+// Inject is the Injector: pass ii.Inject to ErrorFS.SetInjector.
+func (ii *IndexInjector) Inject(Op, string) error {
+	i := ii.count.Add(1) - 1
+	if i == ii.Index || (ii.Persistent && i > ii.Index) {
+		if ii.Err == nil {
+			return ErrInjected
+		}
+		return ii.Err
+	}
+	return nil
+}
+
+// Count returns the number of operations seen so far.
+func (ii *IndexInjector) Count() int64 { return ii.count.Load() }
+
+// Fired reports whether an operation has been failed.
+func (ii *IndexInjector) Fired() bool { return ii.count.Load() > ii.Index }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path"
 	"slices"
@@ -248,24 +250,100 @@ func (m *MemFS) SyncDir(dir string) error {
 // PathJoin implements FS.
 func (m *MemFS) PathJoin(elem ...string) string { return path.Join(elem...) }
 
-// CrashClone returns the file system a power loss would leave now: only
-// names made durable by SyncDir, each holding only the bytes it had at its
-// last Sync. Locks are not carried over (the process died).
-func (m *MemFS) CrashClone() *MemFS {
+// CrashMode chooses what a simulated power loss keeps of the bytes a file
+// received since its last Sync. Whatever the mode, the synced bytes survive.
+type CrashMode int
+
+// The crash models.
+const (
+	// CrashSynced keeps exactly the synced bytes of each file.
+	CrashSynced CrashMode = iota
+	// CrashPages keeps the synced bytes plus a random subset of the file's
+	// unsynced pages (PageSize bytes, aligned on multiples of PageSize in
+	// the file), in any order: the disk wrote some pages back and not
+	// others. A dropped page inside the kept length reads as zeros (a hole);
+	// the file ends with the last kept page or at the synced length. A page
+	// that straddles the synced length keeps its synced part either way.
+	CrashPages
+	// CrashTorn keeps the synced bytes plus a prefix, of random length
+	// (possibly empty or whole), of the unsynced ones: an append cut short.
+	CrashTorn
+)
+
+// PageSize is the unit in which CrashPages keeps or drops unsynced bytes.
+const PageSize = 4096
+
+// CrashOptions configure CrashCloneWith.
+type CrashOptions struct {
+	// Mode is the crash model.
+	Mode CrashMode
+	// Seed makes the random choices of CrashPages and CrashTorn; the same
+	// seed on the same file system gives the same clone.
+	Seed uint64
+}
+
+// CrashClone returns the file system a power loss would leave now, keeping
+// exactly the synced bytes: CrashCloneWith(CrashOptions{Mode: CrashSynced}).
+func (m *MemFS) CrashClone() *MemFS { return m.CrashCloneWith(CrashOptions{}) }
+
+// CrashCloneWith returns the file system a power loss would leave now, under
+// the crash model o.Mode.
+//
+// Names follow one rule in every mode: each directory keeps its entries as
+// of its last SyncDir. A creation, rename or removal not followed by a
+// SyncDir of its directory is undone (a removed file comes back with the
+// synced bytes it had; a renamed one is found under its old name only), and
+// a file whose name was never made durable is gone with all its bytes.
+// Directories created with MkdirAll are durable at once. The bytes a name
+// keeps are those of the file it named at that SyncDir, as of the crash,
+// chosen by o.Mode. Locks are not carried over (the process died).
+//
+// In the clone every byte is synced, so cloning the clone keeps it whole.
+func (m *MemFS) CrashCloneWith(o CrashOptions) *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := NewMem()
 	for d := range m.dirs {
 		c.dirs[d] = true
 	}
-	for name, n := range m.durable {
+	// Sorted, so the random choices do not depend on map order.
+	names := slices.Sorted(maps.Keys(m.durable))
+	rng := rand.New(rand.NewPCG(o.Seed, 0x5ba1e))
+	for _, name := range names {
+		n := m.durable[name]
 		n.mu.Lock()
-		cn := &memNode{data: bytes.Clone(n.data[:n.synced]), synced: n.synced, modTime: n.modTime}
+		data := crashData(n.data, n.synced, o.Mode, rng)
+		cn := &memNode{data: data, synced: len(data), modTime: n.modTime}
 		n.mu.Unlock()
 		c.files[name] = cn
 		c.durable[name] = cn
 	}
 	return c
+}
+
+// crashData returns a fresh copy of what a crash under mode keeps of a file
+// holding data, of which the first synced bytes were synced.
+func crashData(data []byte, synced int, mode CrashMode, rng *rand.Rand) []byte {
+	unsynced := len(data) - synced
+	switch {
+	case unsynced == 0 || mode == CrashSynced:
+		return bytes.Clone(data[:synced])
+	case mode == CrashTorn:
+		return bytes.Clone(data[:synced+rng.IntN(unsynced+1)])
+	case mode == CrashPages:
+		out := bytes.Clone(data)
+		end := synced
+		for p := synced / PageSize * PageSize; p < len(data); p += PageSize {
+			lo, hi := max(p, synced), min(p+PageSize, len(data))
+			if rng.IntN(2) == 0 {
+				clear(out[lo:hi]) // not written back: a hole, unless past the end
+			} else {
+				end = hi
+			}
+		}
+		return out[:end]
+	}
+	panic(fmt.Sprintf("vfs: unknown CrashMode %d", mode))
 }
 
 // String lists the files and their sizes, for debugging tests.

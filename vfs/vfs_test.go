@@ -1,10 +1,13 @@
 package vfs
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -138,5 +141,223 @@ func TestErrorFS(t *testing.T) {
 	fs.SetInjector(nil)
 	if err := bad.Sync(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// crashFile writes a file of n bytes (byte i is i%251+1, never zero), syncs
+// its first synced bytes and makes its name durable, and returns its bytes.
+func crashFile(t *testing.T, fs *MemFS, name string, n, synced int) []byte {
+	t.Helper()
+	data := make([]byte, n)
+	for i := range data {
+		data[i] = byte(i%251 + 1)
+	}
+	f, err := fs.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data[:synced]); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data[synced:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SyncDir(""); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func readAll(t *testing.T, fs FS, name string) []byte {
+	t.Helper()
+	f, err := fs.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n, _ := f.Size()
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, 0); err != nil && !(n == 0 && errors.Is(err, io.EOF)) {
+		t.Fatal(err)
+	}
+	return buf
+}
+
+// TestCrashPages: over many seeds, the page model keeps every synced byte
+// (including the synced part of the page that straddles the last Sync),
+// keeps or zeroes each unsynced page as a whole, ends the file at a page
+// boundary or the file's end, and makes both the "later page kept, earlier
+// page dropped" and the "all kept" outcomes happen. The same seed gives the
+// same clone.
+func TestCrashPages(t *testing.T) {
+	const size, synced = 5*PageSize + 100, PageSize + 1000 // page 1 straddles the sync
+	fs := NewMem()
+	data := crashFile(t, fs, "f", size, synced)
+	var reordered, whole, none bool
+	for seed := uint64(0); seed < 200; seed++ {
+		got := readAll(t, fs.CrashCloneWith(CrashOptions{Mode: CrashPages, Seed: seed}), "f")
+		if len(got) < synced || len(got) > size || (len(got) != synced && len(got) != size && len(got)%PageSize != 0) {
+			t.Fatalf("seed %d: length %d", seed, len(got))
+		}
+		if !bytes.Equal(got[:synced], data[:synced]) {
+			t.Fatalf("seed %d: synced bytes changed", seed)
+		}
+		kept := map[int]bool{}
+		for p := synced / PageSize; p*PageSize < len(got); p++ {
+			lo, hi := max(p*PageSize, synced), min((p+1)*PageSize, len(got))
+			switch {
+			case bytes.Equal(got[lo:hi], data[lo:hi]):
+				kept[p] = true
+			case bytes.Equal(got[lo:hi], make([]byte, hi-lo)):
+			default:
+				t.Fatalf("seed %d: page %d is neither kept nor dropped whole", seed, p)
+			}
+		}
+		last := (len(got) - 1) / PageSize
+		if len(got) > synced && !kept[last] {
+			t.Fatalf("seed %d: the file ends with a dropped page", seed)
+		}
+		for p := synced / PageSize; p < last; p++ {
+			if !kept[p] {
+				reordered = true
+			}
+		}
+		whole = whole || len(got) == size && len(kept) == size/PageSize-synced/PageSize+1
+		none = none || len(got) == synced
+		if again := readAll(t, fs.CrashCloneWith(CrashOptions{Mode: CrashPages, Seed: seed}), "f"); !bytes.Equal(got, again) {
+			t.Fatalf("seed %d: two clones differ", seed)
+		}
+	}
+	if !reordered || !whole || !none {
+		t.Fatalf("200 seeds: reordered %v, all kept %v, none kept %v; want every outcome", reordered, whole, none)
+	}
+}
+
+// TestCrashTorn: the torn model keeps the synced bytes and a prefix of the
+// unsynced ones, of every length from none to all over enough seeds.
+func TestCrashTorn(t *testing.T) {
+	const size, synced = 300, 200
+	fs := NewMem()
+	data := crashFile(t, fs, "f", size, synced)
+	lengths := map[int]bool{}
+	for seed := uint64(0); seed < 2000; seed++ {
+		got := readAll(t, fs.CrashCloneWith(CrashOptions{Mode: CrashTorn, Seed: seed}), "f")
+		if len(got) < synced || !bytes.Equal(got, data[:len(got)]) {
+			t.Fatalf("seed %d: kept %d bytes, not a prefix of at least the %d synced", seed, len(got), synced)
+		}
+		lengths[len(got)] = true
+	}
+	if len(lengths) != size-synced+1 {
+		t.Fatalf("2000 seeds gave %d distinct lengths, want %d", len(lengths), size-synced+1)
+	}
+}
+
+// TestCrashNames: in every mode, a crash keeps each directory's entries as
+// of its last SyncDir: an unsynced rename and removal are undone and an
+// unsynced creation is lost, and the clone of a clone is the clone.
+func TestCrashNames(t *testing.T) {
+	for _, mode := range []CrashMode{CrashSynced, CrashPages, CrashTorn} {
+		fs := NewMem()
+		crashFile(t, fs, "removed", 10, 10)
+		crashFile(t, fs, "renamed", 10, 10)
+		if err := fs.Remove("removed"); err != nil {
+			t.Fatal(err)
+		}
+		if err := fs.Rename("renamed", "new-name"); err != nil {
+			t.Fatal(err)
+		}
+		f, _ := fs.Create("created")
+		f.Write([]byte("x"))
+		f.Sync()
+		c := fs.CrashCloneWith(CrashOptions{Mode: mode, Seed: 1})
+		names, err := c.List("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(names, ",") != "removed,renamed" {
+			t.Fatalf("mode %d: crash kept %v, want [removed renamed]", mode, names)
+		}
+		if got := readAll(t, c, "removed"); len(got) != 10 {
+			t.Fatalf("mode %d: removed file came back with %d bytes, want its 10 synced", mode, len(got))
+		}
+		if c.String() != c.CrashCloneWith(CrashOptions{Mode: mode, Seed: 2}).String() {
+			t.Fatalf("mode %d: cloning a clone lost bytes", mode)
+		}
+	}
+}
+
+// TestErrorFSOps: every operation an ErrorFS wraps can be failed, and a
+// failed Close still closes the file.
+func TestErrorFSOps(t *testing.T) {
+	efs := NewErrorFS(NewMem())
+	var fail Op = -1
+	efs.SetInjector(func(op Op, _ string) error {
+		if op == fail {
+			return ErrInjected
+		}
+		return nil
+	})
+	f, err := efs.Create("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[Op]func() error{
+		OpCreate:   func() error { _, err := efs.Create("g"); return err },
+		OpOpen:     func() error { _, err := efs.Open("f"); return err },
+		OpRemove:   func() error { return efs.Remove("f") },
+		OpRename:   func() error { return efs.Rename("f", "h") },
+		OpList:     func() error { _, err := efs.List(""); return err },
+		OpWrite:    func() error { _, err := f.Write([]byte("x")); return err },
+		OpRead:     func() error { _, err := f.ReadAt(make([]byte, 1), 0); return err },
+		OpSync:     func() error { return f.Sync() },
+		OpSyncDir:  func() error { return efs.SyncDir("") },
+		OpLock:     func() error { _, err := efs.Lock("LOCK"); return err },
+		OpMkdirAll: func() error { return efs.MkdirAll("d", 0o755) },
+		OpStat:     func() error { _, err := efs.Stat("f"); return err },
+	}
+	for op, call := range calls {
+		fail = op
+		if err := call(); !errors.Is(err, ErrInjected) {
+			t.Errorf("%v: %v, want the injected error", op, err)
+		}
+	}
+	fail = OpClose
+	if err := f.Close(); !errors.Is(err, ErrInjected) {
+		t.Fatalf("close: %v, want the injected error", err)
+	}
+	fail = -1
+	if _, err := f.Write([]byte("x")); err == nil {
+		t.Fatal("the file still works after a failed Close")
+	}
+}
+
+// TestIndexInjector: one-shot injection fails exactly the chosen operation,
+// persistent injection every one from it on, and ErrNoSpace matches both
+// ErrInjected and ENOSPC.
+func TestIndexInjector(t *testing.T) {
+	for _, persistent := range []bool{false, true} {
+		ii := &IndexInjector{Index: 3, Err: ErrNoSpace, Persistent: persistent}
+		var failed []int
+		for i := 0; i < 6; i++ {
+			if err := ii.Inject(OpWrite, "f"); err != nil {
+				if !errors.Is(err, ErrInjected) || !errors.Is(err, syscall.ENOSPC) {
+					t.Fatalf("error %v does not match ErrInjected and ENOSPC", err)
+				}
+				failed = append(failed, i)
+			}
+			if ii.Fired() != (i >= 3) {
+				t.Fatalf("after op %d: Fired = %v", i, ii.Fired())
+			}
+		}
+		want := []int{3}
+		if persistent {
+			want = []int{3, 4, 5}
+		}
+		if !slices.Equal(failed, want) || ii.Count() != 6 {
+			t.Fatalf("persistent=%v: failed ops %v of %d, want %v of 6", persistent, failed, ii.Count(), want)
+		}
 	}
 }
