@@ -14,23 +14,6 @@ import (
 	"github.com/shale-db/shale/vfs"
 )
 
-// flipByte flips one bit of the byte at off of the file at path; a
-// negative off counts from the end.
-func flipByte(t *testing.T, path string, off int64) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if off < 0 {
-		off += int64(len(b))
-	}
-	b[off] ^= 0x40
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // onlyFile returns the one file of dir matching pattern.
 func onlyFile(t *testing.T, dir, pattern string) string {
 	t.Helper()

@@ -172,19 +172,6 @@ func TestCorruption(t *testing.T) {
 		}
 		return dir
 	}
-	flip := func(t *testing.T, path string, off int64) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if off < 0 {
-			off += int64(len(b))
-		}
-		b[off] ^= 0x40
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	only := func(t *testing.T, dir, pattern string) string {
 		m, _ := filepath.Glob(filepath.Join(dir, pattern))
 		if len(m) != 1 {
@@ -204,7 +191,7 @@ func TestCorruption(t *testing.T) {
 		// Recovery wrote the WAL's 100 keys to a second table; damage the
 		// first, which holds key0000-key0499, near its start.
 		tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
-		flip(t, tables[0], 10)
+		flipByte(t, tables[0], 10)
 		db := mustOpen(t, dir, &Options{BlockCacheSize: -1})
 		defer db.Close()
 		_, err := db.Get([]byte("key0000"))
@@ -217,7 +204,7 @@ func TestCorruption(t *testing.T) {
 	t.Run("sstable footer", func(t *testing.T) {
 		dir := build(t)
 		tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
-		flip(t, tables[0], -3)
+		flipByte(t, tables[0], -3)
 		_, err := Open(dir, nil)
 		wantCorruption(t, err, tables[0])
 	})
@@ -244,7 +231,7 @@ func TestCorruption(t *testing.T) {
 	t.Run("MANIFEST", func(t *testing.T) {
 		dir := build(t)
 		m := only(t, dir, "MANIFEST-*")
-		flip(t, m, 10)
+		flipByte(t, m, 10)
 		_, err := Open(dir, nil)
 		wantCorruption(t, err, m)
 	})

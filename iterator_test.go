@@ -177,9 +177,9 @@ func TestIteratorReadErrorNotStale(t *testing.T) {
 	}
 	t.Run("checksum mismatch", func(t *testing.T) {
 		fs, l6 := staleVersionStore(t)
-		data := readMemFile(t, fs, l6)
+		data := readFile(t, fs, l6)
 		data[1] ^= 0x40 // inside data block 0, which holds a
-		writeMemFile(t, fs, l6, data)
+		writeFile(t, fs, l6, data)
 		db := mustOpen(t, "db", &Options{FS: fs, BlockCacheSize: -1, DisableAutomaticCompactions: true})
 		defer db.Close()
 		check(t, db, func() {}, ErrCorruption)
@@ -199,41 +199,6 @@ func TestIteratorReadErrorNotStale(t *testing.T) {
 		})
 		check(t, db, func() { reads.Store(0) }, vfs.ErrInjected)
 	})
-}
-
-func readMemFile(t *testing.T, fs vfs.FS, name string) []byte {
-	t.Helper()
-	f, err := fs.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := make([]byte, size)
-	if _, err := f.ReadAt(data, 0); err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
-func writeMemFile(t *testing.T, fs vfs.FS, name string, data []byte) {
-	t.Helper()
-	f, err := fs.Create(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestIteratorKeyWritable: writing into the slices Key and Value returned

@@ -13,49 +13,6 @@ import (
 	"github.com/shale-db/shale/vfs"
 )
 
-// readFile returns the contents of a file of fs.
-func readFile(t *testing.T, fs vfs.FS, name string) []byte {
-	t.Helper()
-	f, err := fs.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	n, err := f.Size()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, n)
-	if _, err := f.ReadAt(b, 0); err != nil && n > 0 {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// writeFile replaces (or creates) a file of fs with data, durably.
-func writeFile(t *testing.T, fs vfs.FS, name string, data []byte) {
-	t.Helper()
-	if err := fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	f, err := fs.Create(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := fs.SyncDir(filepath.Dir(name)); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // filesOf returns the paths of the files of type typ in dir, sorted.
 func filesOf(t *testing.T, fs vfs.FS, dir string, typ fileType) []string {
 	t.Helper()

@@ -136,7 +136,7 @@ func TestWALGroupLostEarlierPage(t *testing.T) {
 	page := (groupStart + 4095) / 4096 * 4096
 	crashed := mem.CrashClone()
 	name := fmt.Sprintf("db/%06d.log", db.mem.logNum)
-	log := readMemFile(t, crashed, name)
+	log := readFile(t, crashed, name)
 	if page+4096 >= len(log) {
 		t.Fatalf("the group ends at %d, before a later page: nothing to keep", len(log))
 	}
