@@ -47,19 +47,14 @@ func (policy) Decode(data []byte) (base.Filter, error) {
 // of distinct hashes.
 type writer struct {
 	policy
-	hashes []uint64
+	hashes base.HashList
 }
 
 // AddHash adds the hash of a key. A hash equal to the one added just before
 // is dropped: a table adds its keys in order, so the versions of one user key
 // arrive back to back and count once. A repeat that is not adjacent sets the
 // same bits again, so the filter stays exact, but it counts toward the size.
-func (w *writer) AddHash(h uint64) {
-	if n := len(w.hashes); n > 0 && w.hashes[n-1] == h {
-		return
-	}
-	w.hashes = append(w.hashes, h)
-}
+func (w *writer) AddHash(h uint64) { w.hashes.Add(h) }
 
 // Finish returns the encoded filter: at least one line, even for no keys.
 // It never fails.

@@ -158,16 +158,11 @@ func (f filter) MayContain(h uint64) bool {
 }
 
 // writer collects hashes until Finish.
-type writer struct{ hashes []uint64 }
+type writer struct{ hashes base.HashList }
 
 // AddHash adds the hash of a key. A hash equal to the one added just before
 // is dropped here; other repeats are dropped by Finish.
-func (w *writer) AddHash(h uint64) {
-	if n := len(w.hashes); n > 0 && w.hashes[n-1] == h {
-		return
-	}
-	w.hashes = append(w.hashes, h)
-}
+func (w *writer) AddHash(h uint64) { w.hashes.Add(h) }
 
 // Finish returns the encoded filter, or an error if no seed built one (see
 // build), which a set without repeated hashes practically never meets.

@@ -43,17 +43,12 @@ func (policy) Decode(data []byte) (base.Filter, error) {
 // writer collects hashes until Finish.
 type writer struct {
 	policy
-	hashes []uint64
+	hashes base.HashList
 }
 
 // AddHash adds the hash of a key. A hash equal to the one added just before
 // is dropped; other repeats cancel out in the build.
-func (w *writer) AddHash(h uint64) {
-	if n := len(w.hashes); n > 0 && w.hashes[n-1] == h {
-		return
-	}
-	w.hashes = append(w.hashes, h)
-}
+func (w *writer) AddHash(h uint64) { w.hashes.Add(h) }
 
 // Finish returns the encoded filter, or an error matching ErrBuildFailed
 // if no seed solves its system (the table is then written without a

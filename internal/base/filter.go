@@ -7,6 +7,19 @@ import "github.com/cespare/xxhash/v2"
 // file's filter with it.
 func FilterHash(userKey []byte) uint64 { return xxhash.Sum64(userKey) }
 
+// HashList collects the hashes a filter writer is given. It drops a hash
+// equal to the one just before it: a table adds its keys in order, so the
+// versions of one user key arrive back to back and count once.
+type HashList []uint64
+
+// Add appends h unless it repeats the last hash added.
+func (l *HashList) Add(h uint64) {
+	if n := len(*l); n > 0 && (*l)[n-1] == h {
+		return
+	}
+	*l = append(*l, h)
+}
+
 // FilterPolicy builds and decodes one kind of per-table filter. Its Name is
 // written into each table's metaindex, so a reader picks the decoder by name
 // and a table whose filter it does not know is read without filter skips.
