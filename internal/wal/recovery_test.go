@@ -105,12 +105,15 @@ func (s sample) cleanCut(c int) bool {
 }
 
 // claim returns the offset of a COMMIT or END that a reader finds after
-// damage at offset o and that records a sync past o: one in a later block,
-// or the one that ends the file. It returns -1 if there is none.
-func (s sample) claim(o int) int {
+// damage to byte b of the fragment at offset o and that records a sync past
+// o, or -1 if there is none. Every COMMIT and END after o counts, except
+// when the damage hit the version or salt of the LOG fragment: then only
+// those on the chains from later block starts (all of a later block's
+// fragments, in a well-formed log) count.
+func (s sample) claim(o, b int) int {
+	saltLost := o == 0 && !s.v1() && b >= headerSize && b < logSize
 	for _, f := range s.frags {
-		if f.isCommit() && f.off > o && f.synced() > o &&
-			(f.off/blockSize > o/blockSize || f.off+f.size == len(s.log)) {
+		if f.isCommit() && f.off > o && f.synced() > o && (!saltLost || f.off >= blockSize) {
 			return f.off
 		}
 	}
@@ -274,9 +277,9 @@ func lastRecord(s sample) int {
 // the end are exactly the records written before the damage.
 func TestBitFlips(t *testing.T) {
 	// Each log has padding: in version 1 after the 25384-byte record, in
-	// version 2 after the 25342-byte one.
+	// version 2 after the 25308-byte one.
 	v1 := sizedRecords(0, 100, 40000, 7, 25384, 70000, 0, 33, 50000)
-	v2 := sizedRecords(0, 100, 40000, 25342, 25384, 70000, 0, 33, 50000, 20, 10)
+	v2 := sizedRecords(0, 100, 40000, 25308, 25384, 70000, 0, 33, 50000, 20, 10)
 	groups := []int{2, 1, 2, 1, 3, 1, 1}
 	// Small logs, every bit of which is flipped.
 	small := sizedRecords(0, 1, 50, 7, 0, 200, 3)
@@ -374,11 +377,11 @@ func (s sample) checkFlips(t *testing.T, stride int) {
 					what, res.err, testFile, k, s.spans[k].start, s.spans[k].end)
 			}
 			corrupt++
-		case s.claim(hit.off) >= 0:
+		case s.claim(hit.off, fl.off) >= 0:
 			checkRecords(t, what, res.records, s.records[:k])
 			if !isCorrupt || ce.File != testFile || ce.Offset != int64(hit.off) {
 				t.Fatalf("%s: ended with %v; want corruption in %s at offset %d (the COMMIT or END at %d claims it synced)",
-					what, res.err, testFile, hit.off, s.claim(hit.off))
+					what, res.err, testFile, hit.off, s.claim(hit.off, fl.off))
 			}
 			corrupt++
 		default:
