@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -521,5 +522,115 @@ func TestLostUnsyncedPages(t *testing.T) {
 			t.Fatalf("%s: read %d records; %d were synced", what, len(res.records), syncedRecords)
 		}
 		checkRecords(t, what, res.records, records[:len(res.records)])
+	}
+}
+
+// TestSyncedDamageBeforeTornWrite is issue 9's defect 5 where framing v2
+// before seals failed: in a log of one block, a record synced and claimed
+// by a later COMMIT is damaged, and the last write is torn, so no COMMIT
+// ends the file. The claim lies in the damaged record's own block, after
+// the damage; the reader must find it and report corruption, not cut the
+// log and silently drop the synced records.
+func TestSyncedDamageBeforeTornWrite(t *testing.T) {
+	f := &memFile{}
+	w := NewWriter(f)
+	var offsets []int64
+	for i, rec := range sizedRecords(100, 200, 300) {
+		off, err := w.WriteRecord(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offsets = append(offsets, off)
+		if i < 2 {
+			if err := w.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Tear the last write in the middle of its record, and flip a bit in
+	// the payload of the first record: the second group's COMMIT claims it.
+	log := bytes.Clone(f.data.Bytes()[:offsets[2]+150])
+	log[offsets[0]+50] ^= 0x08
+	res := read(t, bytes.NewReader(log))
+	var ce *base.CorruptionError
+	if len(res.records) != 0 || !errors.As(res.err, &ce) || !errors.Is(res.err, base.ErrCorruption) ||
+		ce.File != testFile || ce.Offset != offsets[0] {
+		t.Fatalf("read %d records, ended with %v; want corruption in %s at offset %d",
+			len(res.records), res.err, testFile, offsets[0])
+	}
+}
+
+// TestImitatedCommitIsNoClaim writes a record whose value holds intact
+// COMMIT fragments that claim the whole log as synced, as a user's value
+// can: one of framing v2 before seals, one sealed with another log's salt,
+// and one sealed with this log's salt for another offset. None may pass as
+// a claim: after a torn write that ends right after them, and after damage
+// to unsynced bytes before them, the log must end in a torn tail that keeps
+// the synced records. A fourth imitation, sealed with this log's salt for
+// the offset where it stands (which no user can make), must pass: it shows
+// that the other three are well formed but for their seal.
+func TestImitatedCommitIsNoClaim(t *testing.T) {
+	const salt, huge = 0x0123456789abcdef, 1 << 40
+	old := binary.LittleEndian.AppendUint64(nil, huge)
+	old = appendFragment(nil, typeCommit, binary.LittleEndian.AppendUint32(old, 1))
+	for _, tc := range []struct {
+		name      string
+		imitation func(off int64) []byte // the imitation that lands at log offset off
+		claims    bool
+	}{
+		{"unsealed", func(int64) []byte { return old }, false},
+		{"another log's salt", func(off int64) []byte { return commitFragment(salt+1, off, huge, 1) }, false},
+		{"another offset", func(off int64) []byte { return commitFragment(salt, off-1000, huge, 1) }, false},
+		{"this log's seal", func(off int64) []byte { return commitFragment(salt, off, huge, 1) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &memFile{}
+			w := newWriter(f, salt)
+			synced := sizedRecords(100, 200)
+			for _, rec := range synced {
+				if _, err := w.WriteRecord(rec); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Sync(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The value's payload starts after the 50-byte record's FULL
+			// fragment and its own header.
+			first := w.Size()
+			at := first + headerSize + 50 + headerSize + 30
+			value := append(pattern(7, 30), tc.imitation(at)...)
+			end := at + int64(len(value)) - 30 // just after the imitation
+			value = append(value, pattern(8, 100)...)
+			if err := w.WriteGroup([][]byte{pattern(6, 50), value}); err != nil {
+				t.Fatal(err)
+			}
+			written := f.data.Bytes()
+			if !bytes.Equal(written[at-30:at+int64(len(value))-30-100], value[:len(value)-100]) {
+				t.Fatal("the imitation is not where the test expects it")
+			}
+			damaged := bytes.Clone(written)
+			damaged[first+headerSize+10] ^= 1 // in the unsynced 50-byte record
+			for _, c := range []struct {
+				what string
+				log  []byte
+				keep int // records before the damage
+			}{
+				{"torn after the imitation", written[:end], 3}, // the 50-byte record is whole
+				{"unsynced record damaged", damaged, 2},
+			} {
+				res := read(t, bytes.NewReader(c.log))
+				if tc.claims {
+					if !errors.Is(res.err, base.ErrCorruption) {
+						t.Fatalf("%s: ended with %v; want corruption", c.what, res.err)
+					}
+					continue
+				}
+				checkRecords(t, c.what, res.records, append(synced, pattern(6, 50))[:c.keep])
+				if res.err != io.EOF || !res.torn {
+					t.Fatalf("%s: ended with %v, torn %t; want a torn tail", c.what, res.err, res.torn)
+				}
+			}
+		})
 	}
 }

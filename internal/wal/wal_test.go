@@ -309,14 +309,19 @@ func appendFragment(log []byte, typ byte, payload []byte) []byte {
 // synced, sealed with salt for the offset where it lands, ignoring block
 // boundaries.
 func appendCommit(log []byte, salt uint64, synced int64, n int) []byte {
+	return append(log, commitFragment(salt, int64(len(log)), synced, n)...)
+}
+
+// commitFragment returns an intact COMMIT of n records and synced offset
+// synced, sealed with salt for log offset off.
+func commitFragment(salt uint64, off, synced int64, n int) []byte {
 	p := binary.LittleEndian.AppendUint64(nil, uint64(synced))
 	p = binary.LittleEndian.AppendUint32(p, uint32(n))
-	off := int64(len(log))
 	var head [3]byte
 	binary.LittleEndian.PutUint16(head[:], commitSize-headerSize)
 	head[2] = typeCommit
 	p = binary.LittleEndian.AppendUint64(p, sealOf(salt, off, append(head[:], p...)))
-	return appendFragment(log, typeCommit, p)
+	return appendFragment(nil, typeCommit, p)
 }
 
 // frag is one fragment, or one run of padding, of a well-formed log, as
