@@ -475,11 +475,19 @@ func TestReaderIOError(t *testing.T) {
 // end at any offset after the sync. The Reader must never call that
 // corruption: it returns a prefix of the records written that holds every
 // synced record.
+//
+// In half the trials with synced bytes after the LOG fragment, a bit of one
+// of them is flipped as well (never in padding, which is not read). That
+// damage must be reported, as corruption at the damaged fragment, exactly
+// when a COMMIT or END that survived the crash intact, wherever it lies
+// after the damage, records a sync past the fragment; otherwise the log is
+// cut there. Either way the records before the damage are read.
 func TestLostUnsyncedPages(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	const page = 4096
+	flipped, reported := 0, 0
 	for trial := range 300 {
 		f := &memFile{}
 		w := NewWriter(f)
@@ -502,7 +510,8 @@ func TestLostUnsyncedPages(t *testing.T) {
 				syncedRecords = len(records)
 			}
 		}
-		log := bytes.Clone(f.data.Bytes())
+		written := f.data.Bytes()
+		log := bytes.Clone(written)
 		synced := int(w.synced)
 		for p := synced / page * page; p < len(log); p += page {
 			if rng.IntN(2) == 0 {
@@ -513,8 +522,16 @@ func TestLostUnsyncedPages(t *testing.T) {
 			log = log[:synced+rng.IntN(len(log)-synced+1)]
 		}
 
+		what := fmt.Sprintf("trial %d (synced %d of %d bytes)", trial, synced, len(written))
+		if synced > logSize && rng.IntN(2) == 0 {
+			if checkSyncedFlip(t, what, newSample(t, written, records), log, logSize+rng.IntN(synced-logSize), rng.IntN(8)) {
+				reported++
+			}
+			flipped++
+			continue
+		}
+
 		res := read(t, bytes.NewReader(log))
-		what := fmt.Sprintf("trial %d (synced %d of %d bytes)", trial, synced, len(f.data.Bytes()))
 		if res.err != io.EOF {
 			t.Fatalf("%s: ended with %v; want io.EOF", what, res.err)
 		}
@@ -523,6 +540,52 @@ func TestLostUnsyncedPages(t *testing.T) {
 		}
 		checkRecords(t, what, res.records, records[:len(res.records)])
 	}
+	t.Logf("%d trials flipped a synced bit, %d of them reported", flipped, reported)
+}
+
+// checkSyncedFlip flips bit bit of byte b of log, what a crash left of the
+// log in s, b being a synced byte, and checks what the Reader makes of it:
+// corruption at the damaged fragment if a COMMIT or END of s that survived
+// intact records a sync past it, else a torn tail there. It reports whether
+// the damage was corruption.
+func checkSyncedFlip(t *testing.T, what string, s sample, log []byte, b, bit int) bool {
+	t.Helper()
+	var hit frag
+	for _, f := range s.frags {
+		if f.off <= b && b < f.off+f.size {
+			hit = f
+		}
+	}
+	if hit.padding {
+		b, hit = hit.off-1, frag{} // the padding follows a fragment: hit its last byte
+		for _, f := range s.frags {
+			if f.off <= b && b < f.off+f.size {
+				hit = f
+			}
+		}
+	}
+	claimed := false
+	for _, f := range s.frags {
+		if f.isCommit() && f.off > hit.off && f.synced() > hit.off && f.off+f.size <= len(log) &&
+			bytes.Equal(log[f.off:f.off+f.size], s.log[f.off:f.off+f.size]) {
+			claimed = true
+		}
+	}
+	damaged := bytes.Clone(log)
+	damaged[b] ^= 1 << bit
+	res := read(t, bytes.NewReader(damaged))
+	what = fmt.Sprintf("%s, bit %d of byte %d (%s at %d) flipped", what, bit, b, typeName(hit.typ), hit.off)
+	k := s.recordsBefore(hit.off)
+	checkRecords(t, what, res.records, s.records[:k])
+	if !claimed {
+		s.checkTorn(t, what, res, k)
+		return false
+	}
+	var ce *base.CorruptionError
+	if !errors.As(res.err, &ce) || !errors.Is(res.err, base.ErrCorruption) || ce.File != testFile || ce.Offset != int64(hit.off) {
+		t.Fatalf("%s: ended with %v; want corruption at offset %d", what, res.err, hit.off)
+	}
+	return true
 }
 
 // TestSyncedDamageBeforeTornWrite is issue 9's defect 5 where framing v2
