@@ -56,11 +56,12 @@ import (
 // the claims are the COMMIT and END fragments on the chains of intact
 // fragments that start at the later block starts, seals unchecked (the
 // package doc says why that is sound). The log is taken as version 2 if a
-// sealed fragment or an intact fragment of a version 2 type on those chains
-// is found, else as version 1. (A version 1 log's first payload bytes could
-// pass for a version field and a salt; a version 1 log whose first fragment
-// is damaged is corruption under its own rule as soon as anything follows
-// it, so this changes at most which error it gets.)
+// sealed claim, or an intact fragment of a version 2 type on those chains,
+// is found, else as version 1. (The first payload bytes of a version 1 log
+// could pass for a version field and a salt, and a value could then hold a
+// claim sealed with them: a damaged first record of a version 1 log could
+// read as corruption rather than a torn tail, a false alarm in a format no
+// longer written, never lost data.)
 //
 // After Next returns io.EOF, TornTail says whether the log ended in a torn
 // tail and where the intact log ends, for the DB to report.

@@ -273,9 +273,12 @@ func lastRecord(s sample) int {
 // with MarkEnd. A flip in the padding changes nothing. In a version 1 log a
 // flip in the last record is a torn tail and anywhere else corruption at the
 // damaged record. In a version 2 log a flip in the fragment at offset o is
-// corruption at o if a COMMIT or END the reader can find after o records a sync
-// past o, and a torn tail otherwise. In every case the records read before
-// the end are exactly the records written before the damage.
+// corruption at o if a COMMIT or END anywhere after o records a sync past o
+// (only one in a later block, if the flip hit the LOG fragment's version or
+// salt), and a torn tail otherwise: every flip in synced bytes that a later
+// COMMIT or END claims is reported, wherever it lies. In every case the
+// records read before the end are exactly the records written before the
+// damage.
 func TestBitFlips(t *testing.T) {
 	// Each log has padding: in version 1 after the 25384-byte record, in
 	// version 2 after the 25308-byte one.

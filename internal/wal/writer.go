@@ -109,9 +109,12 @@
 // alarm; and damage anywhere, even in the log's last group or in a log of
 // one block, is reported as soon as any later COMMIT or END that claims it
 // survives. What still reads as a torn tail is damage that no surviving
-// COMMIT or END claims: damage in the last group when no Sync followed it
-// (the group's own COMMIT records the sync before the group), as it must be,
-// since that is what a torn write looks like.
+// COMMIT or END claims. A group's bytes are claimed only by the COMMIT of a
+// group written after the Sync that covered them, or by the END (a COMMIT
+// records the sync before its own group). So damage to the last group whose
+// COMMIT survives, or to anything after it, is cut off even if a Sync
+// covered it: nothing written after that Sync survived to say so, and the
+// damage looks like a torn write.
 //
 // Random bytes at a given offset pass as a sealed COMMIT or END only if
 // their type and length bytes are right (2 of 2^24 values), their checksum
@@ -122,9 +125,9 @@
 //
 // When the LOG fragment itself is bad, the salt may be damaged. If its
 // version field still reads 2, the reader takes the salt field as it stands
-// and looks for sealed fragments as above: a damaged salt makes every seal
-// fail, so this finds claims only when the salt is intact, and never
-// invents one (a log whose first page never reached the disk reads zeros
+// and looks for sealed fragments as above: with a damaged salt the seal of
+// every fragment of the log fails (the salt maps one-to-one onto the seal),
+// so this finds claims only when the salt is intact, and never invents one (a log whose first page never reached the disk reads zeros
 // there, not version 2). Otherwise, or if that finds no claim, it falls back
 // on the fragments the writer put at fixed places: at the start of every
 // block after block 0 (the writer starts every block with a fragment) it
