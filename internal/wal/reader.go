@@ -218,7 +218,7 @@ func (r *Reader) readVersion(f fragment) error {
 		}
 	}
 	if len(f.payload) != logSize-headerSize {
-		return base.CorruptionErrorf(r.file, f.off, "LOG fragment of %d bytes", len(f.payload))
+		return base.CorruptionErrorf(r.file, f.off, "version %d LOG fragment of %d bytes, want %d", version, len(f.payload), logSize-headerSize)
 	}
 	r.version = 2
 	r.salt = binary.LittleEndian.Uint64(f.payload[4:])
