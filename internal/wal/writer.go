@@ -61,9 +61,11 @@
 // user cannot learn and the offset where it stands, so a COMMIT of another
 // log, or one copied from elsewhere in this log, does not pass either. For a
 // fixed offset and fields, xxhash64 maps the salt one-to-one onto the seal
-// (each 8-byte input lane goes through a bijective round and the final
-// mixing is bijective), so a guessed seal passes with probability exactly
-// 2^-64.
+// (the input, under 32 bytes, takes its short path: the salt is the first
+// 8-byte lane, and every step after it, the rounds, the mixing of later
+// lanes and the final avalanche, is a bijection of the 64-bit state), so a
+// guessed seal passes with probability exactly 2^-64, and a damaged salt
+// fails every seal.
 //
 // A record that fits in what is left of the current block is one FULL
 // fragment; an empty record is a FULL fragment of length 0. A longer record
