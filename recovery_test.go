@@ -88,7 +88,7 @@ func wantData(t *testing.T, db *DB, want map[string]string) {
 // walCommitSize is the size of the COMMIT fragment that ends each group
 // the WAL writer writes (internal/wal/writer.go): a log a crash left ends
 // in one, and the last record ends just before it.
-const walCommitSize = 19
+const walCommitSize = 27
 
 func putN(t *testing.T, db *DB, from, to int, value string) map[string]string {
 	t.Helper()

@@ -14,7 +14,9 @@ import (
 // of records than the file holds, ends with io.EOF or a corruption error
 // naming the file and an offset in it, and whatever it returned before
 // stopping at an offset is exactly what it reads from the file cut there.
-// The seeds are logs of both versions, whole, damaged, cut and extended.
+// The seeds are logs of both versions, whole, damaged, cut and extended;
+// logs whose LOG fragment is damaged; and logs holding imitated and
+// foreign-salted COMMITs.
 func FuzzReader(f *testing.F) {
 	add := func(log []byte) {
 		f.Add(log)
@@ -36,6 +38,26 @@ func FuzzReader(f *testing.F) {
 	f.Add(appendFragment(appendFragment(nil, typeLast1, []byte("a")), typeFull1, []byte("b")))
 	f.Add(appendFragment(nil, 12, []byte("future")))
 	f.Add(appendFragment(nil, typeLog, []byte{3, 0, 0, 0}))
+
+	// A synced log of two blocks with its salt, or its LOG header, damaged.
+	two := groupedLog(f, sizedRecords(100, 40000, 10), []int{1, 1, 1}, true, false)
+	for _, b := range []int{2, headerSize + 5} {
+		damaged := bytes.Clone(two)
+		damaged[b] ^= 1
+		f.Add(damaged)
+		f.Add(damaged[:len(damaged)-30])
+	}
+	// A record holding a COMMIT sealed for the offset where it lands, with
+	// the log's salt (as only the Writer could make) and with another, the
+	// log cut right after it.
+	log := groupedLog(f, sizedRecords(100), []int{1}, true, false)
+	at := int64(len(log) + headerSize)
+	for _, salt := range []uint64{testSalt, testSalt + 1} {
+		value := commitFragment(salt, at, 1<<40, 1)
+		f.Add(appendFragment(bytes.Clone(log), typeFull, append(value, 1, 2, 3))[:at+int64(len(value))])
+	}
+	// A COMMIT sealed with another salt at a fragment position.
+	f.Add(appendCommit(appendFragment(bytes.Clone(log), typeFull, []byte("b")), testSalt+1, 0, 1))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		res := read(t, bytes.NewReader(data))

@@ -28,10 +28,11 @@ import (
 //
 // In a version 2 log (see the package doc):
 //
-//   - A bad fragment at offset o is corruption if a COMMIT or END found after
-//     o, on the fragment chains that start at later block starts or as the
-//     last fragment of the file, records a synced offset greater than o.
-//     Otherwise it is a torn tail: Next returns io.EOF.
+//   - A COMMIT or END whose seal does not match is a bad fragment.
+//   - A bad fragment at offset o is corruption if a COMMIT or END at any
+//     byte offset after o, whose checksum and seal match there, records a
+//     synced offset greater than o. Otherwise it is a torn tail: Next
+//     returns io.EOF.
 //   - The file ending inside a group (after the LOG fragment or a record
 //     fragment, before the COMMIT) is a torn tail.
 //   - An END ends the log: Next returns io.EOF and Ended reports true.
@@ -49,9 +50,18 @@ import (
 // searches payload bytes, which a value can imitate, and calls pages written
 // back out of order corruption: version 2 replaced it.)
 //
-// When the first fragment of a log is bad, its version is unknown: it is
-// taken as version 2 if an intact fragment of a version 2 type is found on
-// the chains after it (or a COMMIT or END ends the file), else as version 1.
+// When the first fragment of a log is bad, its version and salt are
+// unknown. If its version field reads 2, its salt field is taken as the salt
+// and sealed COMMIT or END fragments are looked for as above. Failing that,
+// the claims are the COMMIT and END fragments on the chains of intact
+// fragments that start at the later block starts, seals unchecked (the
+// package doc says why that is sound). The log is taken as version 2 if a
+// sealed claim, or an intact fragment of a version 2 type on those chains,
+// is found, else as version 1. (The first payload bytes of a version 1 log
+// could pass for a version field and a salt, and a value could then hold a
+// claim sealed with them: a damaged first record of a version 1 log could
+// read as corruption rather than a torn tail, a false alarm in a format no
+// longer written, never lost data.)
 //
 // After Next returns io.EOF, TornTail says whether the log ended in a torn
 // tail and where the intact log ends, for the DB to report.
@@ -69,10 +79,11 @@ type Reader struct {
 	last     bool  // nothing in the file after block[:n]
 	pos      int   // block offset of the next fragment
 
-	version int   // 0 until the first fragment is read, then 1 or 2
-	open    bool  // version 2: inside a group: read part of it, not its COMMIT
-	pending int   // version 2: records read since the last COMMIT
-	synced  int64 // version 2: the synced offset of the last COMMIT read
+	version int    // 0 until the first fragment is read, then 1 or 2
+	salt    uint64 // version 2: from the LOG fragment
+	open    bool   // version 2: inside a group: read part of it, not its COMMIT
+	pending int    // version 2: records read since the last COMMIT
+	synced  int64  // version 2: the synced offset of the last COMMIT read
 
 	rec    []byte // reassembles a record of several fragments
 	recOff int64  // file offset of the record Next returned last
@@ -160,6 +171,9 @@ func (r *Reader) next() ([]byte, error) {
 		if r.version == 2 {
 			switch typ {
 			case typeCommit, typeEnd:
+				if _, _, ok := parseCommit(f.typ, f.payload); ok && !sealed(r.salt, f) {
+					return nil, r.damaged(f.off, fmt.Sprintf("%s seal mismatch", typeName(typ)))
+				}
 				if err := r.commit(f, start); err != nil {
 					return nil, err
 				}
@@ -198,13 +212,16 @@ func (r *Reader) next() ([]byte, error) {
 
 // readVersion reads the LOG fragment f at offset 0.
 func (r *Reader) readVersion(f fragment) error {
-	if len(f.payload) != logSize-headerSize {
-		return base.CorruptionErrorf(r.file, f.off, "LOG fragment of %d bytes", len(f.payload))
+	if len(f.payload) >= 4 {
+		if v := binary.LittleEndian.Uint32(f.payload); v != version {
+			return base.CorruptionErrorf(r.file, f.off, "unknown log format version %d (this build reads versions 1 and 2)", v)
+		}
 	}
-	if v := binary.LittleEndian.Uint32(f.payload); v != version {
-		return base.CorruptionErrorf(r.file, f.off, "unknown log format version %d (this build reads versions 1 and 2)", v)
+	if len(f.payload) != logSize-headerSize {
+		return base.CorruptionErrorf(r.file, f.off, "version %d LOG fragment of %d bytes, want %d", version, len(f.payload), logSize-headerSize)
 	}
 	r.version = 2
+	r.salt = binary.LittleEndian.Uint64(f.payload[4:])
 	r.open = true // the LOG fragment is written with the first group
 	return nil
 }
@@ -234,7 +251,8 @@ func (r *Reader) commit(f fragment, start int64) error {
 }
 
 // parseCommit decodes the payload of a COMMIT or END fragment: the synced
-// offset and, for a COMMIT, the record count (an END's is 0).
+// offset and, for a COMMIT, the record count (an END's is 0). ok is false if
+// the payload has the wrong size. It does not check the seal.
 func parseCommit(typ byte, p []byte) (synced int64, n int, ok bool) {
 	switch {
 	case typ == typeCommit && len(p) == commitSize-headerSize:
@@ -245,6 +263,17 @@ func parseCommit(typ byte, p []byte) (synced int64, n int, ok bool) {
 	}
 	synced = int64(binary.LittleEndian.Uint64(p))
 	return synced, n, synced >= 0
+}
+
+// sealed reports whether f, a COMMIT or END fragment of the right size,
+// carries the seal of a log salted with salt at its offset.
+func sealed(salt uint64, f fragment) bool {
+	n := len(f.payload) - sealSize
+	var b [3 + commitSize - headerSize - sealSize]byte
+	binary.LittleEndian.PutUint16(b[:], uint16(len(f.payload)))
+	b[2] = f.typ
+	copy(b[3:], f.payload[:n])
+	return sealOf(salt, f.off, b[:3+n]) == binary.LittleEndian.Uint64(f.payload[n:])
 }
 
 // done notes that the record rec, starting at start, is complete: its last
@@ -326,47 +355,109 @@ type claim struct {
 }
 
 // damaged decides, by the rule on Reader, what the bad fragment at off in
-// the current block is: a torn tail (io.EOF) or corruption. It reads the
-// rest of the file.
+// the current block is: a torn tail (io.EOF) or corruption. It reads on
+// until the verdict is decided, at most to the end of the file.
 func (r *Reader) damaged(off int64, reason string) error {
-	sawV2 := false         // a version 2 fragment follows off
-	var found *claim       // the first COMMIT or END after off that claims a sync past it
-	var v1Start int64 = -1 // the first intact version 1 record start after off
-	note := func(c claim) {
-		sawV2 = true
-		if found == nil && c.off > off && c.synced > off {
-			found = &c
-		}
+	salt, salted := r.salt, r.version == 2
+	if r.version == 0 {
+		salt, salted = r.saltField()
 	}
+	var found *claim       // the first sealed COMMIT or END after off that claims a sync past it
+	var chained *claim     // version 0: the same on the chains from later block starts, unsealed
+	sawV2 := false         // version 0: a version 2 fragment follows off
+	var v1Start int64 = -1 // version 0 or 1: the first intact version 1 record start after off
 	for p := int(off-r.blockOff) + 1; ; p = 0 {
+		if salted {
+			found = r.sealedClaim(p, off, salt)
+		}
 		if r.version != 2 && v1Start < 0 {
 			v1Start = r.v1RecordStart(p)
 		}
-		if p == 0 {
-			r.chain(note)
+		if r.version == 0 && p == 0 {
+			r.chain(func(c claim) {
+				sawV2 = true
+				if chained == nil && c.off > off && c.synced > off {
+					chained = &c
+				}
+			})
 		}
-		if r.version == 2 && found != nil || r.version == 1 && v1Start >= 0 {
+		if found != nil || chained != nil || r.version == 1 && v1Start >= 0 {
 			break // decided: nothing further can change the verdict
 		}
 		if r.last {
-			r.lastCommit(note)
 			break
 		}
 		if err := r.nextBlock(); err != nil {
 			return err
 		}
 	}
-	v2 := r.version == 2 || r.version == 0 && sawV2
+	if found == nil {
+		found = chained
+	}
 	switch {
-	case v2 && found != nil:
+	case found != nil:
 		return base.CorruptionErrorf(r.file, off, "%s, and the %s at offset %d records the log as synced up to offset %d",
 			reason, typeName(found.typ), found.off, found.synced)
-	case !v2 && v1Start >= 0:
+	case r.version != 2 && !sawV2 && v1Start >= 0:
 		return base.CorruptionErrorf(r.file, off, "%s, and an intact record starts at offset %d", reason, v1Start)
 	}
 	r.torn = true
 	return io.EOF
 }
+
+// saltField returns the salt field of a damaged LOG fragment, and whether
+// its version field reads 2 (else there is no salt to take). Block 0 must be
+// the current block.
+func (r *Reader) saltField() (uint64, bool) {
+	if r.n < logSize || binary.LittleEndian.Uint32(r.block[headerSize:]) != version {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(r.block[headerSize+4:]), true
+}
+
+// sealedClaim returns the first COMMIT or END at block offset p or after in
+// the current block whose checksum and seal (under salt) match and that
+// records a synced offset greater than off, or nil.
+func (r *Reader) sealedClaim(p int, off int64, salt uint64) *claim {
+	b := r.block[:r.n]
+	// Only offsets whose length and type bytes read a COMMIT's or an END's
+	// are candidates; bytes.Index finds them fast.
+	next := func(tag []byte, from int) int {
+		if from+headerSize > len(b) {
+			return -1
+		}
+		if i := bytes.Index(b[from+4:], tag); i >= 0 {
+			return from + i
+		}
+		return -1
+	}
+	c, e := next(commitTag[:], p), next(endTag[:], p)
+	for c >= 0 || e >= 0 {
+		q := c
+		if q < 0 || e >= 0 && e < q {
+			q = e
+		}
+		if typ, payload, bad := parse(b, q); bad == "" {
+			f := fragment{off: r.blockOff + int64(q), typ: typ, payload: payload}
+			if synced, _, _ := parseCommit(typ, payload); synced > off && sealed(salt, f) {
+				return &claim{off: f.off, typ: typ, synced: synced}
+			}
+		}
+		if q == c {
+			c = next(commitTag[:], q+1)
+		} else {
+			e = next(endTag[:], q+1)
+		}
+	}
+	return nil
+}
+
+// commitTag and endTag are the length and type bytes (header bytes 4 to 6)
+// of a COMMIT and of an END.
+var (
+	commitTag = [3]byte{commitSize - headerSize, 0, typeCommit}
+	endTag    = [3]byte{endSize - headerSize, 0, typeEnd}
+)
 
 // chain follows the chain of intact fragments from the start of the current
 // block, calls note for each version 2 fragment on it (with its synced
@@ -386,24 +477,6 @@ func (r *Reader) chain(note func(claim)) {
 			note(c)
 		}
 		p += headerSize + len(payload)
-	}
-}
-
-// lastCommit calls note for an intact COMMIT or END that ends the file, in
-// the last block.
-func (r *Reader) lastCommit(note func(claim)) {
-	for _, size := range []int{commitSize, endSize} {
-		p := r.n - size
-		if p < 0 || blockSize-p < commitSize {
-			continue
-		}
-		typ, payload, bad := parse(r.block[:r.n], p)
-		if bad != "" || typ != typeCommit && typ != typeEnd {
-			continue
-		}
-		if synced, _, ok := parseCommit(typ, payload); ok && headerSize+len(payload) == size {
-			note(claim{off: r.blockOff + int64(p), typ: typ, synced: synced})
-		}
 	}
 }
 

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -105,12 +106,15 @@ func (s sample) cleanCut(c int) bool {
 }
 
 // claim returns the offset of a COMMIT or END that a reader finds after
-// damage at offset o and that records a sync past o: one in a later block,
-// or the one that ends the file. It returns -1 if there is none.
-func (s sample) claim(o int) int {
+// damage to byte b of the fragment at offset o and that records a sync past
+// o, or -1 if there is none. Every COMMIT and END after o counts, except
+// when the damage hit the version or salt of the LOG fragment: then only
+// those on the chains from later block starts (all of a later block's
+// fragments, in a well-formed log) count.
+func (s sample) claim(o, b int) int {
+	saltLost := o == 0 && !s.v1() && b >= headerSize && b < logSize
 	for _, f := range s.frags {
-		if f.isCommit() && f.off > o && f.synced() > o &&
-			(f.off/blockSize > o/blockSize || f.off+f.size == len(s.log)) {
+		if f.isCommit() && f.off > o && f.synced() > o && (!saltLost || f.off >= blockSize) {
 			return f.off
 		}
 	}
@@ -269,14 +273,17 @@ func lastRecord(s sample) int {
 // with MarkEnd. A flip in the padding changes nothing. In a version 1 log a
 // flip in the last record is a torn tail and anywhere else corruption at the
 // damaged record. In a version 2 log a flip in the fragment at offset o is
-// corruption at o if a COMMIT or END the reader can find after o records a sync
-// past o, and a torn tail otherwise. In every case the records read before
-// the end are exactly the records written before the damage.
+// corruption at o if a COMMIT or END anywhere after o records a sync past o
+// (only one in a later block, if the flip hit the LOG fragment's version or
+// salt), and a torn tail otherwise: every flip in synced bytes that a later
+// COMMIT or END claims is reported, wherever it lies. In every case the
+// records read before the end are exactly the records written before the
+// damage.
 func TestBitFlips(t *testing.T) {
 	// Each log has padding: in version 1 after the 25384-byte record, in
-	// version 2 after the 25342-byte one.
+	// version 2 after the 25308-byte one.
 	v1 := sizedRecords(0, 100, 40000, 7, 25384, 70000, 0, 33, 50000)
-	v2 := sizedRecords(0, 100, 40000, 25342, 25384, 70000, 0, 33, 50000, 20, 10)
+	v2 := sizedRecords(0, 100, 40000, 25308, 25384, 70000, 0, 33, 50000, 20, 10)
 	groups := []int{2, 1, 2, 1, 3, 1, 1}
 	// Small logs, every bit of which is flipped.
 	small := sizedRecords(0, 1, 50, 7, 0, 200, 3)
@@ -374,11 +381,11 @@ func (s sample) checkFlips(t *testing.T, stride int) {
 					what, res.err, testFile, k, s.spans[k].start, s.spans[k].end)
 			}
 			corrupt++
-		case s.claim(hit.off) >= 0:
+		case s.claim(hit.off, fl.off) >= 0:
 			checkRecords(t, what, res.records, s.records[:k])
 			if !isCorrupt || ce.File != testFile || ce.Offset != int64(hit.off) {
 				t.Fatalf("%s: ended with %v; want corruption in %s at offset %d (the COMMIT or END at %d claims it synced)",
-					what, res.err, testFile, hit.off, s.claim(hit.off))
+					what, res.err, testFile, hit.off, s.claim(hit.off, fl.off))
 			}
 			corrupt++
 		default:
@@ -471,11 +478,19 @@ func TestReaderIOError(t *testing.T) {
 // end at any offset after the sync. The Reader must never call that
 // corruption: it returns a prefix of the records written that holds every
 // synced record.
+//
+// In half the trials with synced bytes after the LOG fragment, a bit of one
+// of them is flipped as well (never in padding, which is not read). That
+// damage must be reported, as corruption at the damaged fragment, exactly
+// when a COMMIT or END that survived the crash intact, wherever it lies
+// after the damage, records a sync past the fragment; otherwise the log is
+// cut there. Either way the records before the damage are read.
 func TestLostUnsyncedPages(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	const page = 4096
+	flipped, reported := 0, 0
 	for trial := range 300 {
 		f := &memFile{}
 		w := NewWriter(f)
@@ -498,7 +513,8 @@ func TestLostUnsyncedPages(t *testing.T) {
 				syncedRecords = len(records)
 			}
 		}
-		log := bytes.Clone(f.data.Bytes())
+		written := f.data.Bytes()
+		log := bytes.Clone(written)
 		synced := int(w.synced)
 		for p := synced / page * page; p < len(log); p += page {
 			if rng.IntN(2) == 0 {
@@ -509,8 +525,16 @@ func TestLostUnsyncedPages(t *testing.T) {
 			log = log[:synced+rng.IntN(len(log)-synced+1)]
 		}
 
+		what := fmt.Sprintf("trial %d (synced %d of %d bytes)", trial, synced, len(written))
+		if synced > logSize && rng.IntN(2) == 0 {
+			if checkSyncedFlip(t, what, newSample(t, written, records), log, logSize+rng.IntN(synced-logSize), rng.IntN(8)) {
+				reported++
+			}
+			flipped++
+			continue
+		}
+
 		res := read(t, bytes.NewReader(log))
-		what := fmt.Sprintf("trial %d (synced %d of %d bytes)", trial, synced, len(f.data.Bytes()))
 		if res.err != io.EOF {
 			t.Fatalf("%s: ended with %v; want io.EOF", what, res.err)
 		}
@@ -518,5 +542,161 @@ func TestLostUnsyncedPages(t *testing.T) {
 			t.Fatalf("%s: read %d records; %d were synced", what, len(res.records), syncedRecords)
 		}
 		checkRecords(t, what, res.records, records[:len(res.records)])
+	}
+	t.Logf("%d trials flipped a synced bit, %d of them reported", flipped, reported)
+}
+
+// checkSyncedFlip flips bit bit of byte b of log, what a crash left of the
+// log in s, b being a synced byte, and checks what the Reader makes of it:
+// corruption at the damaged fragment if a COMMIT or END of s that survived
+// intact records a sync past it, else a torn tail there. It reports whether
+// the damage was corruption.
+func checkSyncedFlip(t *testing.T, what string, s sample, log []byte, b, bit int) bool {
+	t.Helper()
+	var hit frag
+	for _, f := range s.frags {
+		if f.off <= b && b < f.off+f.size {
+			hit = f
+		}
+	}
+	if hit.padding {
+		b, hit = hit.off-1, frag{} // the padding follows a fragment: hit its last byte
+		for _, f := range s.frags {
+			if f.off <= b && b < f.off+f.size {
+				hit = f
+			}
+		}
+	}
+	claimed := false
+	for _, f := range s.frags {
+		if f.isCommit() && f.off > hit.off && f.synced() > hit.off && f.off+f.size <= len(log) &&
+			bytes.Equal(log[f.off:f.off+f.size], s.log[f.off:f.off+f.size]) {
+			claimed = true
+		}
+	}
+	damaged := bytes.Clone(log)
+	damaged[b] ^= 1 << bit
+	res := read(t, bytes.NewReader(damaged))
+	what = fmt.Sprintf("%s, bit %d of byte %d (%s at %d) flipped", what, bit, b, typeName(hit.typ), hit.off)
+	k := s.recordsBefore(hit.off)
+	checkRecords(t, what, res.records, s.records[:k])
+	if !claimed {
+		s.checkTorn(t, what, res, k)
+		return false
+	}
+	var ce *base.CorruptionError
+	if !errors.As(res.err, &ce) || !errors.Is(res.err, base.ErrCorruption) || ce.File != testFile || ce.Offset != int64(hit.off) {
+		t.Fatalf("%s: ended with %v; want corruption at offset %d", what, res.err, hit.off)
+	}
+	return true
+}
+
+// TestSyncedDamageBeforeTornWrite is issue 9's defect 5 where framing v2
+// before seals failed: in a log of one block, a record synced and claimed
+// by a later COMMIT is damaged, and the last write is torn, so no COMMIT
+// ends the file. The claim lies in the damaged record's own block, after
+// the damage; the reader must find it and report corruption, not cut the
+// log and silently drop the synced records.
+func TestSyncedDamageBeforeTornWrite(t *testing.T) {
+	f := &memFile{}
+	w := NewWriter(f)
+	var offsets []int64
+	for i, rec := range sizedRecords(100, 200, 300) {
+		off, err := w.WriteRecord(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offsets = append(offsets, off)
+		if i < 2 {
+			if err := w.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Tear the last write in the middle of its record, and flip a bit in
+	// the payload of the first record: the second group's COMMIT claims it.
+	log := bytes.Clone(f.data.Bytes()[:offsets[2]+150])
+	log[offsets[0]+50] ^= 0x08
+	res := read(t, bytes.NewReader(log))
+	var ce *base.CorruptionError
+	if len(res.records) != 0 || !errors.As(res.err, &ce) || !errors.Is(res.err, base.ErrCorruption) ||
+		ce.File != testFile || ce.Offset != offsets[0] {
+		t.Fatalf("read %d records, ended with %v; want corruption in %s at offset %d",
+			len(res.records), res.err, testFile, offsets[0])
+	}
+}
+
+// TestImitatedCommitIsNoClaim writes a record whose value holds intact
+// COMMIT fragments that claim the whole log as synced, as a user's value
+// can: one of framing v2 before seals, one sealed with another log's salt,
+// and one sealed with this log's salt for another offset. None may pass as
+// a claim: after a torn write that ends right after them, and after damage
+// to unsynced bytes before them, the log must end in a torn tail that keeps
+// the synced records. A fourth imitation, sealed with this log's salt for
+// the offset where it stands (which no user can make), must pass: it shows
+// that the other three are well formed but for their seal.
+func TestImitatedCommitIsNoClaim(t *testing.T) {
+	const salt, huge = 0x0123456789abcdef, 1 << 40
+	old := binary.LittleEndian.AppendUint64(nil, huge)
+	old = appendFragment(nil, typeCommit, binary.LittleEndian.AppendUint32(old, 1))
+	for _, tc := range []struct {
+		name      string
+		imitation func(off int64) []byte // the imitation that lands at log offset off
+		claims    bool
+	}{
+		{"unsealed", func(int64) []byte { return old }, false},
+		{"another log's salt", func(off int64) []byte { return commitFragment(salt+1, off, huge, 1) }, false},
+		{"another offset", func(off int64) []byte { return commitFragment(salt, off-1000, huge, 1) }, false},
+		{"this log's seal", func(off int64) []byte { return commitFragment(salt, off, huge, 1) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &memFile{}
+			w := newWriter(f, salt)
+			synced := sizedRecords(100, 200)
+			for _, rec := range synced {
+				if _, err := w.WriteRecord(rec); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Sync(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The value's payload starts after the 50-byte record's FULL
+			// fragment and its own header.
+			first := w.Size()
+			at := first + headerSize + 50 + headerSize + 30
+			value := append(pattern(7, 30), tc.imitation(at)...)
+			end := at + int64(len(value)) - 30 // just after the imitation
+			value = append(value, pattern(8, 100)...)
+			if err := w.WriteGroup([][]byte{pattern(6, 50), value}); err != nil {
+				t.Fatal(err)
+			}
+			written := f.data.Bytes()
+			if !bytes.Equal(written[at-30:at+int64(len(value))-30-100], value[:len(value)-100]) {
+				t.Fatal("the imitation is not where the test expects it")
+			}
+			damaged := bytes.Clone(written)
+			damaged[first+headerSize+10] ^= 1 // in the unsynced 50-byte record
+			for _, c := range []struct {
+				what string
+				log  []byte
+				keep int // records before the damage
+			}{
+				{"torn after the imitation", written[:end], 3}, // the 50-byte record is whole
+				{"unsynced record damaged", damaged, 2},
+			} {
+				res := read(t, bytes.NewReader(c.log))
+				if tc.claims {
+					if !errors.Is(res.err, base.ErrCorruption) {
+						t.Fatalf("%s: ended with %v; want corruption", c.what, res.err)
+					}
+					continue
+				}
+				checkRecords(t, c.what, res.records, append(synced, pattern(6, 50))[:c.keep])
+				if res.err != io.EOF || !res.torn {
+					t.Fatalf("%s: ended with %v, torn %t; want a torn tail", c.what, res.err, res.torn)
+				}
+			}
+		})
 	}
 }

@@ -18,6 +18,10 @@ import (
 
 const testFile = "000001.log"
 
+// testSalt is the salt of the logs the tests write with writeSteps, so that
+// their bytes are the same in every run.
+const testSalt = 0x5a175a175a175a17
+
 // TestDataDriven runs the worked examples in testdata/. The commands:
 //
 //	write                 write a new log with a Writer, one input line a
@@ -27,7 +31,8 @@ const testFile = "000001.log"
 //	                      string without spaces; a group of one is written
 //	                      with WriteRecord, a larger one with WriteGroup.
 //	                      Prints the fragment layout: offset, type, payload
-//	                      length, and what a LOG, COMMIT or END says
+//	                      length, and what a LOG, COMMIT or END says.
+//	                      The log's salt is testSalt
 //	write-v1              write a version 1 log, as the previous Writer did:
 //	                      one record per line
 //	hexdump               the log's bytes, 16 to a line
@@ -40,6 +45,9 @@ const testFile = "000001.log"
 //	                      number) at the end of the file, as no Writer would;
 //	                      payload is a string, or hex:... bytes; a FULL or
 //	                      FULL1 one counts as a written record
+//	append-commit synced=N records=K [salt=S]
+//	                      append a COMMIT at the end of the file, sealed
+//	                      with salt S (default testSalt), as no Writer would
 //	read                  read the log back: each record's index, offset and
 //	                      size, then how the log ended
 //
@@ -103,6 +111,15 @@ func TestDataDriven(t *testing.T) {
 				if tp := parseType(t, typ); tp == typeFull || tp == typeFull1 {
 					records = append(records, p)
 				}
+			case "append-commit":
+				var synced, n int
+				d.ScanArgs(t, "synced", &synced)
+				d.ScanArgs(t, "records", &n)
+				salt := uint64(testSalt)
+				if d.HasArg("salt") {
+					d.ScanArgs(t, "salt", &salt)
+				}
+				log = appendCommit(log, salt, int64(synced), n)
 			case "read":
 				return readAll(t, log, records)
 			default:
@@ -203,7 +220,7 @@ func writeSteps(t testing.TB, steps []step) (log []byte, records [][]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := NewWriter(f)
+	w := newWriter(f, testSalt)
 	var offsets []int64
 	for _, s := range steps {
 		switch {
@@ -286,6 +303,25 @@ func appendFragment(log []byte, typ byte, payload []byte) []byte {
 	log = append(log, payload...)
 	binary.LittleEndian.PutUint32(log[h:], checksum(log[h+4:]))
 	return log
+}
+
+// appendCommit appends to log a COMMIT of n records and synced offset
+// synced, sealed with salt for the offset where it lands, ignoring block
+// boundaries.
+func appendCommit(log []byte, salt uint64, synced int64, n int) []byte {
+	return append(log, commitFragment(salt, int64(len(log)), synced, n)...)
+}
+
+// commitFragment returns an intact COMMIT of n records and synced offset
+// synced, sealed with salt for log offset off.
+func commitFragment(salt uint64, off, synced int64, n int) []byte {
+	p := binary.LittleEndian.AppendUint64(nil, uint64(synced))
+	p = binary.LittleEndian.AppendUint32(p, uint32(n))
+	var head [3]byte
+	binary.LittleEndian.PutUint16(head[:], commitSize-headerSize)
+	head[2] = typeCommit
+	p = binary.LittleEndian.AppendUint64(p, sealOf(salt, off, append(head[:], p...)))
+	return appendFragment(nil, typeCommit, p)
 }
 
 // frag is one fragment, or one run of padding, of a well-formed log, as
@@ -371,11 +407,11 @@ func dump(log []byte) string {
 		}
 		fmt.Fprintf(&b, "%6d  %-7s  %d", f.off, typeName(f.typ), f.size-headerSize)
 		switch {
-		case f.typ == typeLog && len(f.payload) == 4:
-			fmt.Fprintf(&b, "  version %d", binary.LittleEndian.Uint32(f.payload))
-		case f.typ == typeCommit && len(f.payload) == 12:
+		case f.typ == typeLog && len(f.payload) == logSize-headerSize:
+			fmt.Fprintf(&b, "  version %d, salt %#x", binary.LittleEndian.Uint32(f.payload), binary.LittleEndian.Uint64(f.payload[4:]))
+		case f.typ == typeCommit && len(f.payload) == commitSize-headerSize:
 			fmt.Fprintf(&b, "  synced %d, %d records", f.synced(), binary.LittleEndian.Uint32(f.payload[8:]))
-		case f.typ == typeEnd && len(f.payload) == 8:
+		case f.typ == typeEnd && len(f.payload) == endSize-headerSize:
 			fmt.Fprintf(&b, "  synced %d", f.synced())
 		}
 		b.WriteString("\n")

@@ -28,9 +28,11 @@
 //
 // Fragment types:
 //
-//	5   LOG     payload: version, uint32 little-endian, = 2
-//	6   COMMIT  payload: synced offset, uint64 LE; record count, uint32 LE
-//	7   END     payload: synced offset, uint64 LE, = the END's own offset
+//	5   LOG     payload: version, uint32 little-endian, = 2; salt, uint64 LE
+//	6   COMMIT  payload: synced offset, uint64 LE; record count, uint32 LE;
+//	            seal, uint64 LE
+//	7   END     payload: synced offset, uint64 LE, = the END's own offset;
+//	            seal, uint64 LE
 //	8   FULL    a whole record
 //	9   FIRST   the first part of a record
 //	10  MIDDLE  a middle part
@@ -38,68 +40,108 @@
 //
 // Record fragments have types of their own, distinct from version 1's, so
 // that every intact fragment tells its version even when the LOG fragment is
-// damaged. The log starts with a LOG fragment at offset 0 (11 bytes),
-// written with the first group. Then come groups: a group is what one WriteGroup (or
+// damaged. The log starts with a LOG fragment at offset 0 (19 bytes),
+// written with the first group. Its salt is 8 random bytes (crypto/rand)
+// drawn when the Writer is made, different in every log; nothing in the API
+// returns it. Then come groups: a group is what one WriteGroup (or
 // WriteRecord) call writes, in one write call to the file: its records, then
-// a COMMIT fragment (19 bytes) giving their count and the synced offset, the
+// a COMMIT fragment (27 bytes) giving their count and the synced offset, the
 // log size that the Writer's last successful Sync covered when the group was
 // written (0 before any). Every byte before the synced offset is durable, so
 // damage there is no torn write. The COMMIT ends its group, rather than
 // starting it, so that the last group of a log whose last write completed
-// ends the file, where a reader finds it without parsing anything before it.
+// ends the file.
+//
+// The seal of a COMMIT or END is the xxhash64 of, in order: the log's salt
+// (8 bytes LE), the fragment's own offset in the log (8 bytes LE), and the
+// fragment's bytes from offset 4 up to the seal (length, type, synced offset
+// and, for a COMMIT, record count). It makes these two fragments impossible
+// to imitate: a user's value may hold bytes that look like an intact COMMIT
+// (a valid checksum is easy to compute), but its seal must match a salt the
+// user cannot learn and the offset where it stands, so a COMMIT of another
+// log, or one copied from elsewhere in this log, does not pass either. For a
+// fixed offset and fields, xxhash64 maps the salt one-to-one onto the seal
+// (the input, under 32 bytes, takes its short path: the salt is the first
+// 8-byte lane, and every step after it, the rounds, the mixing of later
+// lanes and the final avalanche, is a bijection of the 64-bit state), so a
+// guessed seal passes with probability exactly 2^-64, and a damaged salt
+// fails every seal.
 //
 // A record that fits in what is left of the current block is one FULL
 // fragment; an empty record is a FULL fragment of length 0. A longer record
 // is a FIRST fragment that fills the current block, a MIDDLE fragment for
 // each whole block after it, and a LAST fragment for the rest. When fewer
-// than 19 bytes (a COMMIT's size) are left in a block, the writer fills them
+// than 27 bytes (a COMMIT's size) are left in a block, the writer fills them
 // with zeros and the next fragment starts the next block. So every block
 // starts with a fragment header, and the largest payload a fragment can
 // carry is 32761 bytes.
 //
-// A log closed cleanly ends with an END fragment (15 bytes), written by
+// A log closed cleanly ends with an END fragment (23 bytes), written by
 // MarkEnd after a Sync and synced itself: it claims every byte before it as
 // durable. Nothing follows it.
 //
 // For example, a group of records of 100 and 40000 bytes written to a new
 // log lays out as
 //
-//	offset  0      LOG     header + 4 bytes (version 2)
-//	offset  11     FULL    header + 100 bytes
-//	offset  118    FIRST   header + 32643 bytes (the rest of block 0)
-//	offset  32768  LAST    header + 7357 bytes
-//	offset  40132  COMMIT  header + 12 bytes (synced offset 0, 2 records)
+//	offset  0      LOG     header + 12 bytes (version 2, salt)
+//	offset  19     FULL    header + 100 bytes
+//	offset  126    FIRST   header + 32635 bytes (the rest of block 0)
+//	offset  32768  LAST    header + 7365 bytes
+//	offset  40140  COMMIT  header + 20 bytes (synced offset 0, 2 records)
 //
-// and the log is 40151 bytes long; MarkEnd then appends an END at offset
-// 40151 (synced offset 40151), and the log is 40166 bytes long.
+// and the log is 40167 bytes long; MarkEnd then appends an END at offset
+// 40167 (synced offset 40167), and the log is 40190 bytes long.
 //
 // # Recovery (version 2)
 //
 // A crash leaves the log ending in part of the writes since the last Sync: a
 // prefix of them, or, when the file system writes pages back out of order,
-// some of their pages and zeros or stale bytes in place of others. The
-// reader reads fragments in order until the first bad one (damaged, cut off,
-// zeroed) at offset o. Damage at o is corruption only if a COMMIT or END
-// written later records a synced offset greater than o: o was durable before
-// that fragment was written, so its damage is no torn write. Otherwise the
-// log is cut at o, a torn tail, and the records before it are kept.
+// some of their pages and zeros in place of others. The reader reads
+// fragments in order until the first bad one (damaged, cut off, zeroed, or a
+// COMMIT or END whose seal does not match) at offset o. Damage at o is
+// corruption only if a COMMIT or END written later records a synced offset
+// greater than o: o was durable before that fragment was written, so its
+// damage is no torn write. Otherwise the log is cut at o, a torn tail, and
+// the records before it are kept.
 //
-// The reader must find those later fragments without trusting payload
-// bytes, which a user controls: a value can hold a byte string that looks
-// like an intact COMMIT claiming any offset. So it looks only where the
-// writer put a fragment header. At the start of every block after o's block
-// (the writer starts every block with a fragment) it follows the chain of
-// intact fragments, each one's length giving the next one's offset, until a
-// bad fragment or the end of the block. And it reads the COMMIT or END that
-// ends the file, if the last write completed. The limits: fragments in o's
-// own block after o cannot be found, because o's damage may have hidden
-// where the next fragment starts. So damage to synced bytes goes unreported,
-// and the log is cut there, when it lies in the last group (whose COMMIT
-// claims only what was synced before the group), or when the last write was
-// torn and no later block holds a COMMIT claiming it. A torn write whose last bytes imitate a
-// COMMIT or END at that very offset, or stale bytes that a file system left
-// at a block start (rather than zeros) holding an old log's fragments, can
-// give a false alarm, never lost data.
+// To find those later fragments the reader tries every byte offset after o,
+// in o's block and beyond, and takes only a COMMIT or END whose checksum and
+// seal both match there. Payload bytes cannot imitate one (see the seal), so
+// neither a user's value nor a torn write's last bytes can raise a false
+// alarm; and damage anywhere, even in the log's last group or in a log of
+// one block, is reported as soon as any later COMMIT or END that claims it
+// survives. What still reads as a torn tail is damage that no surviving
+// COMMIT or END claims. A group's bytes are claimed only by the COMMIT of a
+// group written after the Sync that covered them, or by the END (a COMMIT
+// records the sync before its own group). So damage to the last group whose
+// COMMIT survives, or to anything after it, is cut off even if a Sync
+// covered it: nothing written after that Sync survived to say so, and the
+// damage looks like a torn write.
+//
+// Random bytes at a given offset pass as a sealed COMMIT or END only if
+// their type and length bytes are right (2 of 2^24 values), their checksum
+// matches (2^-32) and their seal matches (2^-64): about 2^-119 per offset
+// tried, and below 2^-93 for all the offsets of a 64 MiB log. A user who
+// fills values with imitations, each a guess at the seal, has a 2^-64 chance
+// per imitation, below 2^-42 for a 64 MiB log packed with them.
+//
+// When the LOG fragment itself is bad, the salt may be damaged. If its
+// version field still reads 2, the reader takes the salt field as it stands
+// and looks for sealed fragments as above: with a damaged salt the seal of
+// every fragment of the log fails (the salt maps one-to-one onto the seal),
+// so this finds claims only when the salt is intact, and never invents one (a log whose first page never reached the disk reads zeros
+// there, not version 2). Otherwise, or if that finds no claim, it falls back
+// on the fragments the writer put at fixed places: at the start of every
+// block after block 0 (the writer starts every block with a fragment) it
+// follows the chain of intact fragments, each one's length giving the next
+// one's offset, until a bad fragment or the end of the block, and takes a
+// COMMIT or END on a chain as a claim without checking its seal. That is
+// sound without the salt, since a chain starts at a header the writer wrote
+// and steps from header to header, never into payload bytes; a file system
+// that left stale bytes of another file at a block start, rather than
+// zeros, could give a false alarm there, never lost data. Its limit: damage
+// to the LOG fragment's version or salt in a log of one block, or whose
+// later blocks hold no claim, reads as a torn tail.
 //
 // # Version 1 (read, no longer written)
 //
@@ -116,6 +158,7 @@
 package wal
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -132,9 +175,10 @@ const (
 	// version is the format version Writer writes, in the LOG fragment.
 	version = 2
 
-	logSize    = headerSize + 4     // a LOG fragment
-	commitSize = headerSize + 8 + 4 // a COMMIT fragment
-	endSize    = headerSize + 8     // an END fragment
+	sealSize   = 8
+	logSize    = headerSize + 4 + 8            // a LOG fragment
+	commitSize = headerSize + 8 + 4 + sealSize // a COMMIT fragment
+	endSize    = headerSize + 8 + sealSize     // an END fragment
 )
 
 // Fragment types. 0 is never written.
@@ -168,6 +212,17 @@ func minRoom(v int) int {
 // (length, type and payload).
 func checksum(b []byte) uint32 { return uint32(xxhash.Sum64(b)) }
 
+// sealOf returns the seal of the COMMIT or END fragment at log offset off in
+// a log salted with salt, given the fragment's bytes from offset 4 up to the
+// seal. It does not allocate.
+func sealOf(salt uint64, off int64, b []byte) uint64 {
+	var in [8 + 8 + 3 + commitSize - headerSize - sealSize]byte
+	binary.LittleEndian.PutUint64(in[0:], salt)
+	binary.LittleEndian.PutUint64(in[8:], uint64(off))
+	n := copy(in[16:], b)
+	return xxhash.Sum64(in[:16+n])
+}
+
 // maxRetainedBuf caps the buffer a Writer keeps between groups, so that one
 // huge group does not pin its size in memory for the life of the log.
 const maxRetainedBuf = 1 << 20
@@ -188,6 +243,7 @@ var (
 // log.
 type Writer struct {
 	f      vfs.File
+	salt   uint64 // in the LOG fragment; seals the COMMIT and END fragments
 	buf    []byte // the group being framed; reused
 	size   int64  // bytes written to f
 	synced int64  // bytes the last successful Sync made durable
@@ -195,8 +251,15 @@ type Writer struct {
 }
 
 // NewWriter returns a Writer that appends to f, which must be empty: block
-// boundaries are counted from offset 0.
-func NewWriter(f vfs.File) *Writer { return &Writer{f: f} }
+// boundaries are counted from offset 0. It draws the log's random salt.
+func NewWriter(f vfs.File) *Writer {
+	var b [8]byte
+	rand.Read(b[:]) // never fails: the runtime aborts rather than return an error
+	return newWriter(f, binary.LittleEndian.Uint64(b[:]))
+}
+
+// newWriter returns a Writer that appends to f with the given salt.
+func newWriter(f vfs.File, salt uint64) *Writer { return &Writer{f: f, salt: salt} }
 
 // WriteRecord appends p as a group of one record and returns the offset at
 // which the record starts (the offset Reader.Offset reports for it). The
@@ -236,7 +299,8 @@ func (w *Writer) MarkEnd() error {
 	}
 	b, off := w.appendFragment(w.begin(w.buf[:0]), typeEnd, endSize-headerSize)
 	b = binary.LittleEndian.AppendUint64(b, uint64(off))
-	w.seal(b, off)
+	b = w.appendSeal(b, off)
+	w.sum(b, off)
 	if err := w.write(b); err != nil {
 		return err
 	}
@@ -254,7 +318,8 @@ func (w *Writer) begin(b []byte) []byte {
 	}
 	b, off := w.appendFragment(b, typeLog, logSize-headerSize)
 	b = binary.LittleEndian.AppendUint32(b, version)
-	w.seal(b, off)
+	b = binary.LittleEndian.AppendUint64(b, w.salt)
+	w.sum(b, off)
 	return b
 }
 
@@ -263,8 +328,17 @@ func (w *Writer) appendCommit(b []byte, n int) []byte {
 	b, off := w.appendFragment(b, typeCommit, commitSize-headerSize)
 	b = binary.LittleEndian.AppendUint64(b, uint64(w.synced))
 	b = binary.LittleEndian.AppendUint32(b, uint32(n))
-	w.seal(b, off)
+	b = w.appendSeal(b, off)
+	w.sum(b, off)
 	return b
+}
+
+// appendSeal appends the seal of the COMMIT or END fragment at log offset
+// off, the last one in b (which starts at log offset w.size), whose fields
+// are all in b.
+func (w *Writer) appendSeal(b []byte, off int64) []byte {
+	h := int(off - w.size)
+	return binary.LittleEndian.AppendUint64(b, sealOf(w.salt, off, b[h+4:]))
 }
 
 // appendRecord appends the fragments of record p and returns the log offset
@@ -281,7 +355,7 @@ func (w *Writer) appendRecord(b []byte, p []byte) ([]byte, int64) {
 		var off int64
 		b, off = w.appendFragment(b, fragmentType(first, last), n)
 		b = append(b, p[:n]...)
-		w.seal(b, off)
+		w.sum(b, off)
 		if first {
 			start = off
 		}
@@ -295,7 +369,7 @@ func (w *Writer) appendRecord(b []byte, p []byte) ([]byte, int64) {
 // appendFragment appends the padding the block needs, if any, and the header
 // of a fragment of type typ with an n-byte payload, which must fit in what
 // is left of the block. It returns the log offset of the header; the caller
-// appends the payload and then calls seal.
+// appends the payload and then calls sum.
 func (w *Writer) appendFragment(b []byte, typ byte, n int) ([]byte, int64) {
 	if pos := int((w.size + int64(len(b))) % blockSize); blockSize-pos < commitSize {
 		b = append(b, make([]byte, blockSize-pos)...)
@@ -304,9 +378,9 @@ func (w *Writer) appendFragment(b []byte, typ byte, n int) ([]byte, int64) {
 	return append(b, 0, 0, 0, 0, byte(n), byte(n>>8), typ), off
 }
 
-// seal writes the checksum of the fragment at log offset off, the last one
+// sum writes the checksum of the fragment at log offset off, the last one
 // in b (which starts at log offset w.size).
-func (w *Writer) seal(b []byte, off int64) {
+func (w *Writer) sum(b []byte, off int64) {
 	h := int(off - w.size)
 	binary.LittleEndian.PutUint32(b[h:], checksum(b[h+4:]))
 }

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -292,5 +293,25 @@ func BenchmarkReader(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestSaltPerLog checks that every log gets a salt of its own: a COMMIT
+// copied from one log into another must not pass as the other's.
+func TestSaltPerLog(t *testing.T) {
+	salts := map[uint64]bool{}
+	for range 20 {
+		f := &memFile{}
+		if _, err := NewWriter(f).WriteRecord([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		frags, _, problem := walk(f.data.Bytes())
+		if problem != "" || frags[0].typ != typeLog {
+			t.Fatalf("log starts with %s (%s)", typeName(frags[0].typ), problem)
+		}
+		salts[binary.LittleEndian.Uint64(frags[0].payload[4:])] = true
+	}
+	if len(salts) != 20 {
+		t.Fatalf("20 logs have %d salts", len(salts))
 	}
 }
