@@ -217,6 +217,8 @@ func init() {
 			detail: "Off keeps every flushed table in L0, to see how lookups cost with many overlapping tables; compact still works. Like bloom, this reopens the store. With no argument, prints the setting."},
 		{name: "rowcache", args: "[off|BYTES]", summary: "set the row cache's size (off by default)", max: 1, run: cmdRowCache,
 			detail: "The row cache keeps, per table and key, what a lookup in that table found, so a repeated get reads no block; explain get shows its hits and stats its hits, misses and size. Like bloom, this reopens the store (the row cache starts empty). With no argument, prints the setting."},
+		{name: "export-filter", args: "FILE [FROM [TO]] [p=0.01]", summary: "write a Bloom filter of the keys with FROM <= key < TO to FILE", min: 1, max: 3, options: []string{"p"}, run: cmdExportFilter,
+			detail: "The filter holds every live key in the range, at false-positive rate p (default 0.01), and FILE holds it marshalled (bloom.Filter.MarshalBinary; bloom.Filter.UnmarshalBinary reads it back). It is read from the live store as it was when the command began, so it is refused while a snapshot is open. Prints the items, bits per item, probes per item, the file's size and the rate."},
 		{name: "explain", args: "get KEY", summary: "look KEY up and print each step: memtables, tables, filters, block reads", min: 2, max: 2, inBatch: true, run: cmdExplain},
 		{name: "open", args: "DIR", summary: "close this store and open (or create) the one in DIR", min: 1, max: 1, noDB: true, run: cmdOpen,
 			detail: "The bloom and autocompact settings carry over. A directory that holds files but no store is refused, and the current store stays open if DIR cannot be opened."},
