@@ -240,5 +240,5 @@ func megabytes(n int) string {
 	if n < 1e6 {
 		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
 	}
-	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	return fmt.Sprintf("%.2f MB", float64(n)/1e6)
 }
