@@ -6,9 +6,9 @@
 //
 // The first form opens (or creates) the store in DIR, ./shale-data by
 // default, and reads commands: put, get, del, scan, count,
-// batch/commit/abort, snapshot, flush, compact, stats, load, bloom, explain
-// get, open, check, repair, help, quit. help lists them and help CMD
-// describes one.
+// batch/commit/abort, snapshot, flush, compact, stats, load, bloom,
+// export-filter, explain get, open, check, repair, help, quit. help lists
+// them and help CMD describes one.
 //
 // kvsh check DIR verifies the closed store in DIR and prints "DIR:
 // consistent" or every problem it finds, each naming its file and offset;

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// defaultExportRate is export-filter's false-positive rate when p= is not
+// given.
+const defaultExportRate = 0.01
+
+func cmdExportFilter(sh *shell, args []string, opts map[string]string) error {
+	if sh.snap != nil {
+		return errors.New("a snapshot is open, and export-filter reads the live store: snapshot off first")
+	}
+	p := defaultExportRate
+	if s, ok := opts["p"]; ok {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(v > 0 && v < 1) {
+			return fmt.Errorf("p: want a false-positive rate between 0 and 1, such as 0.01, not %s", formatBytes([]byte(s)))
+		}
+		p = v
+	}
+	var lower, upper []byte
+	if len(args) > 1 {
+		lower = []byte(args[1])
+	}
+	if len(args) > 2 {
+		upper = []byte(args[2])
+	}
+	f, n, err := sh.db.ExportFilter(lower, upper, p)
+	if err != nil {
+		return err
+	}
+	data, err := f.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(args[0], data, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(sh.out, "wrote %s: %s", args[0], plural(n, "item"))
+	if n > 0 {
+		fmt.Fprintf(sh.out, ", %.2f bits per item", f.BitsPerKey())
+	}
+	fmt.Fprintf(sh.out, ", %s, %s, false-positive rate %g\n", plural(f.K(), "probe"), plural(len(data), "byte"), p)
+	return nil
+}
