@@ -43,6 +43,8 @@ type config struct {
 	records  int
 	ops      int
 	rowCache int
+	// memTableSize is Options.MemTableSize (0: the default).
+	memTableSize int
 }
 
 func (cfg *config) validate() error {
@@ -83,6 +85,7 @@ func (cfg *config) options(bloomBits int, autoCompactions bool) *shale.Options {
 		BloomBitsPerKey:             bloomBits,
 		BlockCacheSize:              cfg.cacheSize,
 		RowCacheSize:                cfg.rowCache,
+		MemTableSize:                cfg.memTableSize,
 		NoSync:                      !cfg.sync,
 		DisableAutomaticCompactions: !autoCompactions,
 	}
