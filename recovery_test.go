@@ -90,6 +90,10 @@ func wantData(t *testing.T, db *DB, want map[string]string) {
 // in one, and the last record ends just before it.
 const walCommitSize = 27
 
+// walEndSize is the size of the END fragment that ends a log closed
+// cleanly (internal/wal/writer.go).
+const walEndSize = 23
+
 func putN(t *testing.T, db *DB, from, to int, value string) map[string]string {
 	t.Helper()
 	m := map[string]string{}
@@ -136,6 +140,49 @@ func TestManifestOnlyRecordDamaged(t *testing.T) {
 			wantOpenCorruption(t, fs, m)
 		})
 	}
+}
+
+// TestManifestIssueRecipe follows defect 1's recipe on a store closed
+// cleanly: put 100 keys, Flush, Close, Open, Close, then damage the
+// MANIFEST. Its last bytes are now the END marker Close wrote: a flipped
+// byte there cannot be told from an END a crash tore, and loses nothing (the
+// record before it is intact), so Open keeps every key and deletes nothing.
+// A flipped byte in the record itself is damage that the END proves was
+// synced: ErrCorruption naming the MANIFEST, and nothing deleted.
+func TestManifestIssueRecipe(t *testing.T) {
+	build := func(t *testing.T) (*vfs.MemFS, map[string]string) {
+		fs := vfs.NewMem()
+		db := mustOpen(t, "db", &Options{FS: fs})
+		want := putN(t, db, 0, 100, "v")
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		mustOpen(t, "db", &Options{FS: fs}).Close()
+		return fs, want
+	}
+	t.Run("last byte", func(t *testing.T) {
+		fs, want := build(t)
+		m := newestOf(t, fs, "db", fileTypeManifest)
+		b := readFile(t, fs, m)
+		b[len(b)-1] ^= 0x40
+		writeFile(t, fs, m, b)
+		tables := filesOf(t, fs, "db", fileTypeTable)
+		db := mustOpen(t, "db", &Options{FS: fs})
+		defer db.Close()
+		wantData(t, db, want)
+		if got := filesOf(t, fs, "db", fileTypeTable); !slices.Equal(got, tables) {
+			t.Fatalf("tables %v after Open, want %v", got, tables)
+		}
+	})
+	t.Run("record's last byte", func(t *testing.T) {
+		fs, _ := build(t)
+		m := newestOf(t, fs, "db", fileTypeManifest)
+		b := readFile(t, fs, m)
+		b[len(b)-walEndSize-walCommitSize-1] ^= 0x40
+		writeFile(t, fs, m, b)
+		wantOpenCorruption(t, fs, m)
+	})
 }
 
 // TestManifestDamagedLastEdit: when the MANIFEST ends in damage that cuts
