@@ -606,3 +606,30 @@ func TestObsoleteTableDeletion(t *testing.T) {
 		t.Fatalf("obsolete table %s not deleted by the next Open", old[0])
 	}
 }
+
+// FuzzReadCurrent: whatever bytes CURRENT holds, readCurrent returns the
+// number of the MANIFEST they name exactly, or ErrCorruption; it never
+// panics.
+func FuzzReadCurrent(f *testing.F) {
+	for _, s := range []string{"MANIFEST-000007\n", "MANIFEST-000007", "MANIFEST-7\n", "MANIFEST-0000070\n\n", "", "\x00"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, content []byte) {
+		fs := vfs.NewMem()
+		if err := fs.MkdirAll("db", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, fs, "db/CURRENT", content)
+		db := &DB{dir: "db", fs: fs}
+		num, err := db.readCurrent()
+		if err != nil {
+			if !errors.Is(err, ErrCorruption) {
+				t.Fatalf("CURRENT %q: %v, want ErrCorruption", content, err)
+			}
+			return
+		}
+		if want := baseFileName(fileTypeManifest, num) + "\n"; string(content) != want {
+			t.Fatalf("CURRENT %q read as MANIFEST %d", content, num)
+		}
+	})
+}
