@@ -142,6 +142,14 @@ func (db *DB) Delete(key []byte) error {
 	return db.Apply(&b)
 }
 
+// DeleteRange deletes every key in [start, end) with one write. An empty
+// range (start >= end) is a no-op.
+func (db *DB) DeleteRange(start, end []byte) error {
+	b := Batch{}
+	b.DeleteRange(start, end)
+	return db.Apply(&b)
+}
+
 // Apply writes the batch atomically: after a crash, either all of it or none
 // of it is there. The batch may be reused once Apply returns.
 //
@@ -235,8 +243,10 @@ func (db *DB) getFromTable(v *version, level int, fileNum uint64, key []byte, se
 	return val, kind, ok, err
 }
 
+// foundValue turns the answer of a memtable or table into Get's: a value,
+// or ErrNotFound for a deletion (a point or range tombstone).
 func foundValue(val []byte, kind base.Kind) ([]byte, error) {
-	if kind == base.KindDelete {
+	if kind != base.KindSet {
 		return nil, ErrNotFound
 	}
 	return append([]byte{}, val...), nil

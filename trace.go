@@ -72,8 +72,11 @@ func (t *LookupTrace) memtable(i int, ok bool, kind base.Kind) {
 }
 
 func found(kind base.Kind) string {
-	if kind == base.KindDelete {
+	switch kind {
+	case base.KindDelete:
 		return "deleted"
+	case base.KindRangeDelete:
+		return "deleted by a range tombstone"
 	}
 	return "found"
 }
