@@ -12,14 +12,18 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/rangedel"
 )
 
 // TestIter runs testdata/iter. Command:
 //
 //	iter [snapshots=(s1,s2,...)] [elide=all|(k1,k2,...)]
-//	one input entry a line, in internal-key order
+//	one input entry a line, in internal-key order; and range tombstones,
+//	one a line as "start-end#seq,RANGEDEL", anywhere
 //
-// elide lists the user keys for which no deeper level holds data.
+// elide lists the user keys for which no deeper level holds data; a range
+// tombstone is elided only under elide=all. The output lists the entries
+// written, then the range tombstones written, if any.
 func TestIter(t *testing.T) {
 	datadriven.RunTest(t, "testdata/iter", func(t *testing.T, d *datadriven.TestData) string {
 		if d.Cmd != "iter" {
@@ -41,14 +45,37 @@ func TestIter(t *testing.T) {
 				return slices.Equal(arg.Vals, []string{"all"}) || slices.Contains(arg.Vals, string(ukey))
 			}
 		}
-		keys, values := parseEntries(t, d.Input)
-		it := NewIter(NewSliceIter(keys, values), snapshots, elide)
+		var points []string
+		var ts []rangedel.Tombstone
+		for _, f := range strings.Fields(d.Input) {
+			r, ok := strings.CutSuffix(f, ",RANGEDEL")
+			if !ok {
+				points = append(points, f)
+				continue
+			}
+			var start, end string
+			var seq uint64
+			if _, err := fmt.Sscanf(strings.NewReplacer("-", " ", "#", " ").Replace(r), "%s %s %d", &start, &end, &seq); err != nil {
+				t.Fatalf("bad tombstone %q: %v", f, err)
+			}
+			ts = append(ts, rangedel.Tombstone{Start: []byte(start), End: []byte(end), Seq: base.SeqNum(seq)})
+		}
+		keys, values := parseEntries(t, strings.Join(points, "\n"))
+		spans := rangedel.Fragment(ts)
+		it := NewIter(NewSliceIter(keys, values), spans, snapshots, elide)
 		var b strings.Builder
 		for ok := it.First(); ok; ok = it.Next() {
 			fmt.Fprintln(&b, formatEntry(it.Key(), it.Value()))
 		}
 		if err := it.Close(); err != nil {
 			fmt.Fprintf(&b, "error: %v\n", err)
+		}
+		var elideRange func(start, end []byte) bool
+		if elide != nil {
+			elideRange = func(start, end []byte) bool { return elide(nil) && elide([]byte("\xff")) }
+		}
+		if out := CompactTombstones(spans, snapshots, elideRange); len(out) > 0 {
+			fmt.Fprintf(&b, "tombstones: %s\n", out)
 		}
 		if b.Len() == 0 {
 			return "(nothing)\n"
@@ -128,7 +155,7 @@ func checkIter(t *testing.T, src intner) {
 		children[c] = NewSliceIter(keys, values)
 	}
 
-	it := NewIter(NewMergingIter(children...), snapshots, func(k []byte) bool { return !deeper[k[0]-'a'] })
+	it := NewIter(NewMergingIter(children...), nil, snapshots, func(k []byte) bool { return !deeper[k[0]-'a'] })
 	output := make([][]base.InternalKey, nkeys)
 	var prev base.InternalKey
 	for ok := it.First(); ok; ok = it.Next() {
@@ -198,7 +225,7 @@ func TestIterInputError(t *testing.T) {
 	keys, values := parseEntries(t, "a#3,SET:x a#2,SET:y b#1,SET:z c#4,SET:w")
 	for i, want := range []int{0, 1, 1, 2, 3} {
 		failAt := i + 1
-		it := NewIter(&errIter{InternalIterator: NewSliceIter(keys, values), failAt: failAt}, nil, nil)
+		it := NewIter(&errIter{InternalIterator: NewSliceIter(keys, values), failAt: failAt}, nil, nil, nil)
 		n := 0
 		for ok := it.First(); ok; ok = it.Next() {
 			n++
@@ -222,7 +249,7 @@ func TestIterCorruptInput(t *testing.T) {
 		{base.MakeInternalKey([]byte("a"), 1, base.KindSet), base.MakeInternalKey([]byte("a"), 2, base.KindSet)},
 		{base.MakeInternalKey([]byte("a"), 1, base.KindSet), bad},
 	} {
-		it := NewIter(NewSliceIter(keys, make([][]byte, len(keys))), nil, nil)
+		it := NewIter(NewSliceIter(keys, make([][]byte, len(keys))), nil, nil, nil)
 		n := 0
 		for ok := it.First(); ok; ok = it.Next() {
 			n++
@@ -260,7 +287,7 @@ func BenchmarkIter(b *testing.B) {
 		for c, keys := range children {
 			iters[c] = NewSliceIter(keys, values[:len(keys)])
 		}
-		it := NewIter(NewMergingIter(iters...), snapshots, func([]byte) bool { return true })
+		it := NewIter(NewMergingIter(iters...), nil, snapshots, func([]byte) bool { return true })
 		n := 0
 		for ok := it.First(); ok; ok = it.Next() {
 			n++

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/cache"
+	"github.com/shale-db/shale/internal/rangedel"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -58,6 +59,12 @@ type GetTrace struct {
 	BlocksFromDisk, BlocksFromCache int
 	// BlockOffsets are the offsets of those blocks, in the order visited.
 	BlockOffsets []uint64
+	// RangeDel is the table's range tombstone fragment that holds the key
+	// and that the read sees, if any; RangeDelSeq is the newest seqnum of
+	// it the read sees. A version of the key older than RangeDelSeq is
+	// deleted.
+	RangeDel    *rangedel.Span
+	RangeDelSeq base.SeqNum
 }
 
 // String describes the trace on one line, e.g.
@@ -75,6 +82,9 @@ func (t *GetTrace) String() string {
 	s := fmt.Sprintf("filter: %s; blocks: %d from disk, %d from cache", filter, t.BlocksFromDisk, t.BlocksFromCache)
 	if len(t.BlockOffsets) > 0 {
 		s += fmt.Sprintf(" (offsets %s)", strings.Trim(fmt.Sprint(t.BlockOffsets), "[]"))
+	}
+	if t.RangeDel != nil {
+		s += fmt.Sprintf("; range tombstone %s covers the key at seqnum %d", t.RangeDel, t.RangeDelSeq)
 	}
 	return s
 }
@@ -95,6 +105,7 @@ type Reader struct {
 	filter      base.Filter // nil: no filter, or one of an unknown policy
 	filterSize  int
 	props       *Properties
+	rangeDels   rangedel.Spans // the range tombstones, fragmented
 }
 
 // Open reads a table's footer, metaindex, index, properties and filter
@@ -139,7 +150,7 @@ func (r *Reader) open() error {
 	if err := it.init(r.name, int64(ft.metaindex.offset), meta); err != nil {
 		return err
 	}
-	var propsHandle, filterHandle *blockHandle
+	var propsHandle, filterHandle, rangeDelHandle *blockHandle
 	var filterPolicy base.FilterPolicy
 	for valid := it.First(); valid; valid = it.Next() {
 		h, n := decodeHandle(it.val)
@@ -149,6 +160,8 @@ func (r *Reader) open() error {
 		name := string(it.key)
 		if name == propertiesName {
 			propsHandle = &h
+		} else if name == rangeDelName {
+			rangeDelHandle = &h
 		} else if policyName, ok := strings.CutPrefix(name, "filter."); ok {
 			for _, p := range r.opts.Filters {
 				if p.Name() == policyName {
@@ -171,8 +184,23 @@ func (r *Reader) open() error {
 	if r.props, err = decodeProperties(r.name, int64(propsHandle.offset), data); err != nil {
 		return err
 	}
-	if r.props.FormatVersion != FormatVersion {
-		return base.CorruptionErrorf(r.name, int64(propsHandle.offset), "properties say format version %d, footer %d", r.props.FormatVersion, FormatVersion)
+	if r.props.FormatVersion != ft.version {
+		return base.CorruptionErrorf(r.name, int64(propsHandle.offset), "properties say format version %d, footer %d", r.props.FormatVersion, ft.version)
+	}
+	if (rangeDelHandle != nil) != (ft.version == FormatVersion) {
+		return base.CorruptionErrorf(r.name, int64(ft.metaindex.offset), "format version %d table with range-deletion block: %v", ft.version, rangeDelHandle != nil)
+	}
+	if rangeDelHandle != nil {
+		data, err := r.readBlock(*rangeDelHandle)
+		if err != nil {
+			return err
+		}
+		if r.rangeDels, err = rangedel.Decode(data); err != nil {
+			return base.CorruptionErrorf(r.name, int64(rangeDelHandle.offset), "%v", err)
+		}
+		if n := uint64(r.rangeDels.Count()); n != r.props.NumRangeDels {
+			return base.CorruptionErrorf(r.name, int64(rangeDelHandle.offset), "%d range tombstones, the properties say %d", n, r.props.NumRangeDels)
+		}
 	}
 
 	if r.index, err = r.readBlock(ft.index); err != nil {
@@ -250,10 +278,23 @@ func (r *Reader) dataBlock(h blockHandle, trace *GetTrace) ([]byte, error) {
 // the newest version of ukey, and later blocks are read only when versions
 // newer than seq fill the rest of that block.
 //
+// The table's range tombstones, in memory, apply whatever the filter says:
+// when one that the read sees covers ukey and is newer than the entry found
+// (or there is none), Get returns found true with kind
+// base.KindRangeDelete. So the answer is the table's alone, complete for
+// the table; tombstones of newer tables are the caller's to apply, before
+// it asks this older table.
+//
 // value aliases a block that nobody modifies (a cached block, or one read for
 // this call alone); it stays valid, and the caller must not modify it.
 // trace, when not nil, records the lookup.
 func (r *Reader) Get(ukey []byte, seq base.SeqNum, trace *GetTrace) (value []byte, kind base.Kind, found bool, err error) {
+	var cover base.SeqNum
+	if i := r.rangeDels.Find(ukey); i >= 0 {
+		if cover = r.rangeDels[i].CoverSeq(seq); cover > 0 && trace != nil {
+			trace.RangeDel, trace.RangeDelSeq = &r.rangeDels[i], cover
+		}
+	}
 	if r.filter != nil {
 		r.stats.FilterChecks.Add(1)
 		may := r.filter.MayContain(base.FilterHash(ukey))
@@ -262,7 +303,7 @@ func (r *Reader) Get(ukey []byte, seq base.SeqNum, trace *GetTrace) (value []byt
 		}
 		if !may {
 			r.stats.FilterSkips.Add(1)
-			return nil, 0, false, nil
+			return rangeDeleted(cover)
 		}
 	}
 	// The block the index names holds the newest version of ukey if the
@@ -278,6 +319,9 @@ func (r *Reader) Get(ukey []byte, seq base.SeqNum, trace *GetTrace) (value []byt
 		}
 		held = true
 		if it.key.Visible(seq) {
+			if it.key.SeqNum() < cover {
+				break
+			}
 			return it.Value(), it.key.Kind(), true, nil
 		}
 	}
@@ -289,6 +333,16 @@ func (r *Reader) Get(ukey []byte, seq base.SeqNum, trace *GetTrace) (value []byt
 		if trace != nil {
 			trace.FalsePositive = true
 		}
+	}
+	return rangeDeleted(cover)
+}
+
+// rangeDeleted is Get's answer when the table holds no entry for the key
+// that the read sees and that is newer than cover, the seqnum of the
+// table's newest tombstone covering it (0: none).
+func rangeDeleted(cover base.SeqNum) ([]byte, base.Kind, bool, error) {
+	if cover > 0 {
+		return nil, base.KindRangeDelete, true, nil
 	}
 	return nil, 0, false, nil
 }
@@ -302,6 +356,10 @@ func (r *Reader) NewIter() base.InternalIterator { return r.NewIterBounds(nil, n
 func (r *Reader) NewIterBounds(lower, upper []byte) base.InternalIterator {
 	return &tableIter{r: r, lower: lower, upper: upper}
 }
+
+// RangeDels returns the table's range tombstones, fragmented and within the
+// table's bounds. The caller must not modify them.
+func (r *Reader) RangeDels() rangedel.Spans { return r.rangeDels }
 
 // Properties returns the table's properties. The caller must not modify
 // them.
