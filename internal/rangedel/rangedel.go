@@ -141,6 +141,33 @@ func (s Spans) AppendTombstones(dst []Tombstone) []Tombstone {
 	return dst
 }
 
+// Union returns the key ranges that a or b cover, as sorted spans that
+// neither overlap nor touch, without sequence numbers: a set of ranges,
+// for where only whether a key is covered matters (NewFilterIter's newer
+// tombstones). It takes time linear in len(a)+len(b).
+func Union(a, b Spans) Spans {
+	out := make(Spans, 0, len(a)+len(b))
+	add := func(sp Span) {
+		if n := len(out); n > 0 && bytes.Compare(sp.Start, out[n-1].End) <= 0 {
+			if bytes.Compare(sp.End, out[n-1].End) > 0 {
+				out[n-1].End = sp.End
+			}
+			return
+		}
+		out = append(out, Span{Start: sp.Start, End: sp.End})
+	}
+	for len(a) > 0 || len(b) > 0 {
+		if len(b) == 0 || len(a) > 0 && bytes.Compare(a[0].Start, b[0].Start) <= 0 {
+			add(a[0])
+			a = a[1:]
+		} else {
+			add(b[0])
+			b = b[1:]
+		}
+	}
+	return out
+}
+
 // Find returns the index of the span that holds key, or -1.
 func (s Spans) Find(key []byte) int {
 	i := sort.Search(len(s), func(i int) bool { return bytes.Compare(s[i].End, key) > 0 })

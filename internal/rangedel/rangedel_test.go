@@ -101,6 +101,22 @@ func TestFragmentModel(t *testing.T) {
 		}
 		cut := key(rng.IntN(10))
 		rejoined := Merge(spans.Clip(nil, cut), spans.Clip(cut, nil))
+		half := len(ts) / 2
+		union := Union(Fragment(ts[:half]), Fragment(ts[half:]))
+		for i := 1; i < len(union); i++ {
+			if bytes.Compare(union[i-1].End, union[i].Start) >= 0 {
+				t.Fatalf("round %d: union %s: spans overlap or touch", round, union)
+			}
+		}
+		for k := range 10 {
+			want := false
+			for _, tb := range ts {
+				want = want || bytes.Compare(tb.Start, key(k)) <= 0 && bytes.Compare(key(k), tb.End) < 0
+			}
+			if got := union.Find(key(k)) >= 0; got != want {
+				t.Fatalf("round %d: union %s holds %s: %v, want %v", round, union, key(k), got, want)
+			}
+		}
 		for k := range 10 {
 			for p := base.SeqNum(0); p <= 21; p++ {
 				for _, r := range []base.SeqNum{p, 10, 21} {
