@@ -290,6 +290,9 @@ func (db *DB) compactOnce() (bool, error) {
 	c := compaction.Pick(v.Version, db.opts.compactionOptions(), &db.pickCursor)
 	db.mu.Unlock()
 	defer v.unref()
+	if files := deleteOnlyFiles(v, db.snapshotSeqs()); len(files) > 0 {
+		return true, db.runDeleteOnly(files)
+	}
 	if c == nil {
 		return false, nil
 	}

@@ -385,6 +385,9 @@ type dbStats struct {
 	stallNanos         atomic.Int64
 	slowdowns          atomic.Int64
 	trivialMoves       atomic.Int64
+	// deleteOnlyCompactions counts the edits that dropped tables a range
+	// tombstone deletes wholly, without reading them.
+	deleteOnlyCompactions atomic.Int64
 }
 
 func (db *DB) logf(format string, args ...any) {

@@ -35,6 +35,9 @@ type TraceStep struct {
 	// FilterError says why the table has no filter although its writer was
 	// given one: the filter's name and why it could not be built.
 	FilterError string
+	// RangeTombstone is the table's range tombstone fragment that covers
+	// the key, as "[start,end)#seqnums", if the lookup sees one.
+	RangeTombstone string
 }
 
 // TraceGet looks key up like Get and returns the path the lookup took. A key
@@ -115,7 +118,18 @@ func (t *LookupTrace) table(level int, m *manifest.FileMeta, props *sstable.Prop
 	s.BlocksFromDisk = st.BlocksFromDisk
 	s.BlocksFromCache = st.BlocksFromCache
 	s.FalsePositive = st.FalsePositive
+	if st.RangeDel != nil {
+		s.RangeTombstone = st.RangeDel.String()
+	}
 	switch {
+	case ok && kind == base.KindRangeDelete:
+		s.Outcome = fmt.Sprintf("deleted by range tombstone %s (seqnum %d)", s.RangeTombstone, st.RangeDelSeq)
+		if s.FilterSkipped {
+			// The filter holds point keys only; the tombstones, in
+			// memory, apply whatever it says.
+			s.Outcome = "filter: definitely not, but " + s.Outcome + ", no I/O"
+		}
+		t.Result = found(kind) + " in " + s.Source
 	case s.FilterSkipped:
 		s.Outcome = "filter: definitely not; skipped, no I/O"
 	case ok:
