@@ -16,11 +16,13 @@ import (
 
 var crashRounds = flag.Int("crash.rounds", 4, "rounds of kill -9 and recover in TestCrash")
 
-// TestCrash re-runs the test binary as a child that writes single puts and
-// batches to a store and prints each write once Apply has returned. The
-// parent kills the child with SIGKILL at a random moment, reopens the store,
-// and checks that every acknowledged write is there and that every batch the
-// child began is there entirely or not at all.
+// TestCrash re-runs the test binary as a child that writes single puts,
+// batches (some with a range deletion among their writes) and range
+// deletions of earlier batches to a store, and prints each write once Apply
+// has returned. The parent kills the child with SIGKILL at a random moment,
+// reopens the store, and checks that every acknowledged write is there (an
+// acknowledged range deletion too: none of the keys it deleted is back) and
+// that every batch the child began is there entirely or not at all.
 func TestCrash(t *testing.T) {
 	if dir := os.Getenv("SHALE_CRASH_CHILD"); dir != "" {
 		crashChild(dir, os.Getenv("SHALE_CRASH_ROUND"))
@@ -31,10 +33,16 @@ func TestCrash(t *testing.T) {
 	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-	acked := map[string]string{} // over all rounds: a later crash must not lose them either
+	// Over all rounds: a later crash must not lose them either.
+	acked := map[string]string{}
+	gone := map[string]bool{} // keys an acknowledged range deletion deleted
 	for round := 0; round < *crashRounds; round++ {
-		ackedNow, begun := runCrashChild(t, dir, round, time.Duration(50+rng.IntN(400))*time.Millisecond)
-		maps.Copy(acked, ackedNow)
+		w := runCrashChild(t, dir, round, time.Duration(50+rng.IntN(400))*time.Millisecond)
+		maps.Copy(acked, w.acked)
+		for k := range w.deleting {
+			delete(acked, k)
+		}
+		maps.Copy(gone, w.gone)
 		db, err := Open(dir, &Options{MemTableSize: 32 << 10})
 		if err != nil {
 			t.Fatalf("round %d: reopen after kill: %v", round, err)
@@ -45,6 +53,12 @@ func TestCrash(t *testing.T) {
 				t.Fatalf("round %d: acknowledged write %s=%s lost: got %q, %v", round, k, v, got, err)
 			}
 		}
+		for k := range gone {
+			if got, err := db.Get([]byte(k)); err == nil {
+				t.Fatalf("round %d: %s=%s is back after an acknowledged range deletion", round, k, got)
+			}
+		}
+		begun := w.begun
 		for id, keys := range begun {
 			present := 0
 			for _, k := range keys {
@@ -56,16 +70,27 @@ func TestCrash(t *testing.T) {
 				t.Fatalf("round %d: batch %s partly applied: %d of %d keys", round, id, present, len(keys))
 			}
 		}
-		t.Logf("round %d: %d acknowledged writes (%d in all rounds), %d batches begun, all intact", round, len(ackedNow), len(acked), len(begun))
+		t.Logf("round %d: %d acknowledged writes (%d in all rounds), %d batches begun, %d keys range-deleted in all rounds, all intact",
+			round, len(w.acked), len(acked), len(begun), len(gone))
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-// runCrashChild runs the child for about d, kills it, and returns the
-// acknowledged key/values and the keys of every batch it began.
-func runCrashChild(t *testing.T, dir string, round int, d time.Duration) (map[string]string, map[string][]string) {
+// childWrites is what a crash child reported.
+type childWrites struct {
+	acked map[string]string   // acknowledged key/values
+	begun map[string][]string // the keys each batch begun writes
+	// deleting are the keys of range deletions begun, acknowledged or
+	// not: they may be present or not. gone are those of acknowledged
+	// range deletions, and those a batch writes and deletes itself.
+	deleting, gone map[string]bool
+}
+
+// runCrashChild runs the child for about d, kills it, and returns what it
+// reported.
+func runCrashChild(t *testing.T, dir string, round int, d time.Duration) childWrites {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrash$")
 	cmd.Env = append(os.Environ(), "SHALE_CRASH_CHILD="+dir, "SHALE_CRASH_ROUND="+strconv.Itoa(round))
 	cmd.Stderr = os.Stderr
@@ -76,8 +101,8 @@ func runCrashChild(t *testing.T, dir string, round int, d time.Duration) (map[st
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	acked := map[string]string{}
-	begun := map[string][]string{}
+	w := childWrites{acked: map[string]string{}, begun: map[string][]string{}, deleting: map[string]bool{}, gone: map[string]bool{}}
+	acked, begun := w.acked, w.begun
 	lines := make(chan string)
 	go func() {
 		r := bufio.NewReader(out)
@@ -111,17 +136,30 @@ func runCrashChild(t *testing.T, dir string, round int, d time.Duration) (map[st
 			for _, k := range begun[f[1]] {
 				acked[k] = f[1]
 			}
+		case len(f) >= 2 && f[0] == "gone":
+			for _, k := range f[1:] {
+				w.gone[k] = true
+			}
+		case len(f) >= 2 && f[0] == "deleting":
+			for _, k := range f[1:] {
+				w.deleting[k] = true
+			}
+		case len(f) >= 2 && f[0] == "deleted":
+			for _, k := range f[1:] {
+				w.gone[k] = true
+			}
 		}
 	}
 	cmd.Wait()
 	if !ready {
 		t.Fatalf("round %d: the child did not open the store", round)
 	}
-	return acked, begun
+	return w
 }
 
 // crashChild writes until it is killed. Keys are unique per write, so an
-// acknowledged value can never be legitimately overwritten.
+// acknowledged value can never be legitimately overwritten; only a range
+// deletion, announced before it is applied, removes keys.
 func crashChild(dir, round string) {
 	db, err := Open(dir, &Options{MemTableSize: 32 << 10, L0CompactionThreshold: 2, LBaseMaxBytes: 256 << 10})
 	if err != nil {
@@ -130,13 +168,37 @@ func crashChild(dir, round string) {
 	}
 	fmt.Println("ready")
 	val := strings.Repeat("v", 100)
+	var committed []string // batch ids, for range deletions to delete
 	for i := 0; ; i++ {
+		if i%11 == 10 && len(committed) > 0 {
+			// Delete an earlier batch's keys, which are its id, a dash
+			// and 0 to 3: [id-0, id-4) holds exactly them.
+			id := committed[0]
+			committed = committed[1:]
+			keys := []string{id + "-0", id + "-1", id + "-2", id + "-3"}
+			fmt.Println("deleting", strings.Join(keys, " "))
+			if err := db.DeleteRange([]byte(id+"-0"), []byte(id+"-4")); err != nil {
+				fmt.Fprintln(os.Stderr, "child delete range:", err)
+				os.Exit(2)
+			}
+			fmt.Println("deleted", strings.Join(keys, " "))
+			continue
+		}
 		if i%3 == 0 {
 			id := fmt.Sprintf("r%s-b%d", round, i)
 			b := db.NewBatch()
 			keys := []string{id + "-0", id + "-1", id + "-2", id + "-3"}
 			for _, k := range keys {
 				b.Put([]byte(k), []byte(id))
+			}
+			if i%2 == 0 {
+				// Half the batches delete two of their own keys: the
+				// batch leaves id-0 and id-3, whether applied or not.
+				b.DeleteRange([]byte(id+"-1"), []byte(id+"-3"))
+				fmt.Println("gone", keys[1], keys[2])
+				keys = []string{keys[0], keys[3]}
+			} else {
+				committed = append(committed, id)
 			}
 			fmt.Println("begin", id, strings.Join(keys, " "))
 			if err := db.Apply(b); err != nil {
