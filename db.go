@@ -183,6 +183,15 @@ const readLatest = ^base.SeqNum(0)
 // get is the read path: memtables newest first, then the tables of the
 // version that was current when the read began, at sequence number seq (a
 // snapshot's, or readLatest).
+//
+// Each memtable and table answers for itself, its own range tombstones
+// applied: a value, a deletion, a range deletion, or nothing. The first that
+// answers decides: everything an older source holds for the key is older
+// than what a newer one holds, a range tombstone included (a table's bounds
+// cover its tombstones, so compactions keep that order). So a newer table's
+// tombstone hides an older table's value without the older table being
+// asked, and a per-table answer (a row cache's) never needs another table's
+// tombstones.
 func (db *DB) get(key []byte, seq base.SeqNum, trace *LookupTrace) ([]byte, error) {
 	rs := db.readState(seq)
 	v, seq := rs.v, rs.seq
