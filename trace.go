@@ -24,8 +24,11 @@ type TraceStep struct {
 	Source string // "memtable", "immutable memtable 1", "L0 000012.sst", "L3"
 	Level  int    // -1 for memtables
 	// FileNum, Smallest and Largest describe the table, if Source is one.
+	// LargestExclusive says that the table's range ends just before
+	// Largest: a range tombstone's end bounds it.
 	FileNum           uint64
 	Smallest, Largest []byte
+	LargestExclusive  bool
 	Outcome           string // what the step decided, in words
 	BlocksFromDisk    int
 	BlocksFromCache   int
@@ -101,6 +104,8 @@ func tableStep(level int, m *manifest.FileMeta) TraceStep {
 		FileNum:  m.FileNum,
 		Smallest: m.Smallest.UserKey,
 		Largest:  m.Largest.UserKey,
+		// A range tombstone's end as the largest key is exclusive.
+		LargestExclusive: m.Largest.IsExclusiveSentinel(),
 	}
 }
 
@@ -148,6 +153,15 @@ func (t *LookupTrace) table(level int, m *manifest.FileMeta, props *sstable.Prop
 	t.Steps = append(t.Steps, s)
 }
 
+// rangeEnd closes the printed key range of the step's table: "]", or ")"
+// when its largest key is exclusive.
+func (s TraceStep) rangeEnd() string {
+	if s.LargestExclusive {
+		return ")"
+	}
+	return "]"
+}
+
 // String renders the trace, one numbered line per step.
 func (t *LookupTrace) String() string {
 	var b strings.Builder
@@ -155,7 +169,7 @@ func (t *LookupTrace) String() string {
 	for i, s := range t.Steps {
 		fmt.Fprintf(&b, "%2d. %-24s", i+1, s.Source)
 		if s.Smallest != nil || s.Largest != nil {
-			fmt.Fprintf(&b, " [%s .. %s]", base.FormatKey(s.Smallest), base.FormatKey(s.Largest))
+			fmt.Fprintf(&b, " [%s .. %s%s", base.FormatKey(s.Smallest), base.FormatKey(s.Largest), s.rangeEnd())
 		}
 		fmt.Fprintf(&b, " %s", s.Outcome)
 		if s.BlocksFromDisk+s.BlocksFromCache > 0 {

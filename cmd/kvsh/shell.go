@@ -596,7 +596,11 @@ func writeTrace(w io.Writer, t *shale.LookupTrace) {
 	for i, s := range t.Steps {
 		keyRange := ""
 		if s.FileNum != 0 {
-			keyRange = fmt.Sprintf("[%s .. %s]", formatBytes(s.Smallest), formatBytes(s.Largest))
+			end := "]"
+			if s.LargestExclusive {
+				end = ")"
+			}
+			keyRange = fmt.Sprintf("[%s .. %s%s", formatBytes(s.Smallest), formatBytes(s.Largest), end)
 		}
 		outcome := s.Outcome
 		if s.BlocksFromDisk+s.BlocksFromCache > 0 {
