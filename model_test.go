@@ -204,7 +204,7 @@ func checkWalk(t *testing.T, rng *rand.Rand, it *Iterator, model map[string]stri
 	t.Helper()
 	keys := slices.Sorted(maps.Keys(model))
 	pos := -1 // index in keys, -1 or len(keys) when invalid
-	for step := range 40 {
+	for step := range 20 {
 		var ok bool
 		var what string
 		switch rng.IntN(6) {
