@@ -7,14 +7,23 @@ package shale
 //	offset 0   uint64 little-endian: sequence number of the first entry
 //	offset 8   uint32 little-endian: number of entries
 //	offset 12  entries, each:
-//	             1 byte kind (0 delete, 1 set: base.Kind)
+//	             1 byte kind (base.Kind: 0 delete, 1 set, 2 range delete)
 //	             uvarint key length, key bytes
 //	             set only: uvarint value length, value bytes
+//	             range delete only: uvarint end length, end bytes (the
+//	             entry deletes the keys in [key, end); key < end)
 //
 // Entry i is written at sequence number first+i. The header is filled in at
 // commit time; until then it is zero.
+//
+// Kind 2 came with range deletions. A binary from before them refuses a WAL
+// record holding one as corrupt ("unknown kind 2") rather than misread it,
+// and the store cannot be opened with it until the WAL has been flushed
+// (and then the tables holding tombstones refuse it by their format
+// version, see internal/sstable/writer.go).
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -60,6 +69,23 @@ func (b *Batch) Delete(key []byte) {
 	b.count++
 }
 
+// DeleteRange records that every key in [start, end) is deleted, ordered
+// with the batch's other writes: a Put before it in the batch is deleted, a
+// Put after it is not. Both bounds are copied. An empty range (start >= end)
+// records nothing.
+func (b *Batch) DeleteRange(start, end []byte) {
+	if bytes.Compare(start, end) >= 0 {
+		return
+	}
+	b.init()
+	b.data = append(b.data, byte(base.KindRangeDelete))
+	b.data = binary.AppendUvarint(b.data, uint64(len(start)))
+	b.data = append(b.data, start...)
+	b.data = binary.AppendUvarint(b.data, uint64(len(end)))
+	b.data = append(b.data, end...)
+	b.count++
+}
+
 // Count returns the number of writes in the batch.
 func (b *Batch) Count() int { return int(b.count) }
 
@@ -80,7 +106,9 @@ func (b *Batch) setSeqNum(seq base.SeqNum) {
 	binary.LittleEndian.PutUint32(b.data[8:], b.count)
 }
 
-// batchEntry is one decoded write. Key and Value alias the batch bytes.
+// batchEntry is one decoded write. Key and Value alias the batch bytes. For
+// a range deletion, Key is the start and Value the end of the range; this is
+// also how memtable.Add takes one.
 type batchEntry struct {
 	Seq   base.SeqNum
 	Kind  base.Kind
@@ -112,8 +140,9 @@ func decodeBatch(data []byte, file string, offset int64, fn func(batchEntry)) (f
 	return first, int(n), nil
 }
 
-// forEach calls fn for each entry of a batch built by Put and Delete (and
-// stamped by setSeqNum), which is well formed by construction.
+// forEach calls fn for each entry of a batch built by Put, Delete and
+// DeleteRange (and stamped by setSeqNum), which is well formed by
+// construction.
 func (b *Batch) forEach(fn func(batchEntry)) {
 	walkBatch(b.data, func(string, ...any) error { return nil }, fn)
 }
@@ -141,16 +170,24 @@ func walkBatch(data []byte, corrupt func(string, ...any) error, fn func(batchEnt
 		}
 		e := batchEntry{Seq: first + base.SeqNum(i), Kind: base.Kind(rest[0])}
 		rest = rest[1:]
-		if e.Kind != base.KindSet && e.Kind != base.KindDelete {
+		if e.Kind != base.KindSet && e.Kind != base.KindDelete && e.Kind != base.KindRangeDelete {
 			return corrupt("entry %d: unknown kind %d", i, e.Kind)
 		}
 		var err error
 		if e.Key, err = readBytes("key"); err != nil {
 			return err
 		}
-		if e.Kind == base.KindSet {
+		switch e.Kind {
+		case base.KindSet:
 			if e.Value, err = readBytes("value"); err != nil {
 				return err
+			}
+		case base.KindRangeDelete:
+			if e.Value, err = readBytes("range end"); err != nil {
+				return err
+			}
+			if bytes.Compare(e.Key, e.Value) >= 0 {
+				return corrupt("entry %d: empty deleted range [%s, %s)", i, base.FormatKey(e.Key), base.FormatKey(e.Value))
 			}
 		}
 		if fn != nil {

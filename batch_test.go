@@ -32,6 +32,22 @@ func TestBatchEncoding(t *testing.T) {
 			t.Fatalf("truncated to %d: %v, %d entries applied", i, err, applied)
 		}
 	}
+	// A range deletion: its range is its key and value; an empty one is
+	// corrupt.
+	b.Reset()
+	b.DeleteRange([]byte("a"), []byte("c"))
+	b.DeleteRange([]byte("c"), []byte("c")) // empty: not recorded
+	b.setSeqNum(3)
+	got = got[:0]
+	if _, n, err := decodeBatch(b.data, "x.log", 0, func(e batchEntry) { got = append(got, e) }); err != nil || n != 1 ||
+		got[0].Kind != base.KindRangeDelete || string(got[0].Key) != "a" || string(got[0].Value) != "c" {
+		t.Fatalf("range deletion: %d entries %+v, %v", n, got, err)
+	}
+	bad := append([]byte{}, b.data...)
+	bad[len(bad)-1] = 'a' // [a, a)
+	if _, _, err := decodeBatch(bad, "x.log", 0, func(batchEntry) {}); !errors.Is(err, ErrCorruption) {
+		t.Fatalf("empty range: %v", err)
+	}
 	b.Reset()
 	if b.Count() != 0 || b.Len() != batchHeaderLen {
 		t.Fatalf("Reset left count %d, len %d", b.Count(), b.Len())
@@ -44,6 +60,7 @@ func FuzzDecodeBatch(f *testing.F) {
 	var b Batch
 	b.Put([]byte("key"), []byte("value"))
 	b.Delete([]byte("gone"))
+	b.DeleteRange([]byte("a"), []byte("k"))
 	b.setSeqNum(1)
 	f.Add(b.data)
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})

@@ -247,8 +247,8 @@ func (c *checker) checkTable(num uint64, meta *manifest.FileMeta) error {
 			c.problem(name, -1, "is numbered at or above the MANIFEST's next file number, %d", db.nextFileNum)
 		case uint64(info.Size()) != meta.Size:
 			c.problem(name, -1, "is %d bytes, the MANIFEST says %d", info.Size(), meta.Size)
-		case p.NumEntries == 0:
-			c.problem(name, -1, "holds no entry, but is in the MANIFEST")
+		case p.NumEntries == 0 && p.NumRangeDels == 0:
+			c.problem(name, -1, "holds no entry and no range tombstone, but is in the MANIFEST")
 		case base.Compare(p.Smallest, meta.Smallest) != 0 || base.Compare(p.Largest, meta.Largest) != 0:
 			c.problem(name, -1, "holds keys %s to %s, the MANIFEST says %s to %s", p.Smallest, p.Largest, meta.Smallest, meta.Largest)
 		case p.SmallestSeq != meta.SmallestSeq || p.LargestSeq != meta.LargestSeq:

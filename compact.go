@@ -10,6 +10,7 @@ import (
 	"github.com/shale-db/shale/internal/compaction"
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/memtable"
+	"github.com/shale-db/shale/internal/rangedel"
 	"github.com/shale-db/shale/internal/sstable"
 )
 
@@ -99,10 +100,13 @@ func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
 }
 
 // writeL0 writes a memtable as one table. Versions no snapshot can see are
-// left out; tombstones stay (deeper levels may hold what they delete).
+// left out; tombstones, point and range, stay (deeper levels may hold what
+// they delete).
 func (db *DB) writeL0(mem *memtable.MemTable) (*table, error) {
-	it := compaction.NewIter(mem.NewIter(), db.snapshotSeqs(), func([]byte) bool { return false })
-	tables, err := db.writeTables(it, 0, 0, nil, int64(mem.Size()))
+	snaps := db.snapshotSeqs()
+	spans := mem.RangeDels()
+	it := compaction.NewIter(mem.NewIter(), spans, snaps, nil)
+	tables, err := db.writeTables(it, compaction.CompactTombstones(spans, snaps, nil), 0, 0, nil, int64(mem.Size()))
 	if err != nil {
 		return nil, err
 	}
@@ -133,18 +137,27 @@ func (db *DB) newFileNum() uint64 {
 	return n
 }
 
-// writeTables writes what it yields into tables for level, starting a new
-// table once one reaches targetSize (0: never), always between two user keys
-// so that the tables of a level never share a user key. The new tables are
-// open and not yet in any version. On error, the files written are removed.
+// writeTables writes what it yields, and the range tombstones tombs
+// (fragmented), into tables for level, starting a new table once one
+// reaches targetSize (0: never), always between two user keys so that the
+// tables of a level never share a user key. Each table takes the part of
+// tombs between its first key and the next table's (the first from the
+// start of the key space, the last to its end): tombstones are truncated at
+// the cuts, and a table's bounds cover its tombstones, so the tables stay
+// disjoint. Tombstones with no entry to go with make a table of their own.
+// The new tables are open and not yet in any version. On error, the files
+// written are removed.
 //
 // inputs and size, the files being replaced and the bytes expected, tell
 // the filter policy the shape of the tree after the write.
-func (db *DB) writeTables(it *compaction.Iter, level int, targetSize int64, inputs []levelFile, size int64) (out []*table, err error) {
+func (db *DB) writeTables(it *compaction.Iter, tombs rangedel.Spans, level int, targetSize int64, inputs []levelFile, size int64) (out []*table, err error) {
 	var (
 		w        *sstable.Writer
-		meta     *manifest.FileMeta
+		fileNum  uint64
 		prevUser []byte
+		// lower is where the current table's share of the key space
+		// starts: nil for the first table, then the first key of each.
+		lower []byte
 	)
 	defer func() {
 		if err == nil {
@@ -152,7 +165,7 @@ func (db *DB) writeTables(it *compaction.Iter, level int, targetSize int64, inpu
 		}
 		if w != nil {
 			w.Abort()
-			db.fs.Remove(db.fileName(fileTypeTable, meta.FileNum))
+			db.fs.Remove(db.fileName(fileTypeTable, fileNum))
 		}
 		for _, t := range out {
 			t.reader.Close()
@@ -160,20 +173,36 @@ func (db *DB) writeTables(it *compaction.Iter, level int, targetSize int64, inpu
 		}
 		out = nil
 	}()
-	finish := func() error {
-		if _, err := w.Close(); err != nil {
-			w = nil
-			db.fs.Remove(db.fileName(fileTypeTable, meta.FileNum))
+	start := func() error {
+		fileNum = db.newFileNum()
+		f, err := db.fs.Create(db.fileName(fileTypeTable, fileNum))
+		if err != nil {
 			return err
 		}
+		w = sstable.NewWriter(f, sstable.WriterOptions{BlockSize: db.opts.BlockSize, FilterPolicy: db.filterFor(level, inputs, size)})
+		return nil
+	}
+	// finish closes the current table, giving it the tombstones below
+	// upper (nil: all that are left).
+	finish := func(upper []byte) error {
+		w.SetRangeDels(tombs.Clip(lower, upper))
+		name := db.fileName(fileTypeTable, fileNum)
+		props, err := w.Close()
 		w = nil
-		name := db.fileName(fileTypeTable, meta.FileNum)
+		if err != nil {
+			db.fs.Remove(name)
+			return err
+		}
 		info, err := db.fs.Stat(name)
 		if err != nil {
 			db.fs.Remove(name)
 			return err
 		}
-		meta.Size = uint64(info.Size())
+		meta := &manifest.FileMeta{
+			FileNum: fileNum, Size: uint64(info.Size()),
+			Smallest: props.Smallest, Largest: props.Largest,
+			SmallestSeq: props.SmallestSeq, LargestSeq: props.LargestSeq,
+		}
 		t, err := db.openTable(meta)
 		if err != nil {
 			db.fs.Remove(name)
@@ -185,31 +214,31 @@ func (db *DB) writeTables(it *compaction.Iter, level int, targetSize int64, inpu
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
 		if w != nil && targetSize > 0 && int64(w.EstimatedSize()) >= targetSize && !bytes.Equal(k.UserKey, prevUser) {
-			if err := finish(); err != nil {
+			if err := finish(k.UserKey); err != nil {
 				return out, err
 			}
+			lower = bytes.Clone(k.UserKey)
 		}
 		if w == nil {
-			meta = &manifest.FileMeta{FileNum: db.newFileNum(), Smallest: k.Clone(), SmallestSeq: k.SeqNum(), LargestSeq: k.SeqNum()}
-			f, err := db.fs.Create(db.fileName(fileTypeTable, meta.FileNum))
-			if err != nil {
+			if err := start(); err != nil {
 				return out, err
 			}
-			w = sstable.NewWriter(f, sstable.WriterOptions{BlockSize: db.opts.BlockSize, FilterPolicy: db.filterFor(level, inputs, size)})
 		}
 		if err := w.Add(k, it.Value()); err != nil {
 			return out, err
 		}
-		meta.Largest = k.Clone()
-		meta.SmallestSeq = min(meta.SmallestSeq, k.SeqNum())
-		meta.LargestSeq = max(meta.LargestSeq, k.SeqNum())
 		prevUser = append(prevUser[:0], k.UserKey...)
 	}
 	if err := it.Error(); err != nil {
 		return out, err
 	}
+	if w == nil && len(tombs.Clip(lower, nil)) > 0 {
+		if err := start(); err != nil {
+			return out, err
+		}
+	}
 	if w != nil {
-		if err := finish(); err != nil {
+		if err := finish(nil); err != nil {
 			return out, err
 		}
 	}
@@ -267,6 +296,9 @@ func (db *DB) compactOnce() (bool, error) {
 	c := compaction.Pick(v.Version, db.opts.compactionOptions(), &db.pickCursor)
 	db.mu.Unlock()
 	defer v.unref()
+	if files := deleteOnlyFiles(v, db.snapshotSeqs()); len(files) > 0 {
+		return true, db.runDeleteOnly(files)
+	}
 	if c == nil {
 		return false, nil
 	}
@@ -323,13 +355,22 @@ func (db *DB) runCompaction(v *version, job compactionJob) error {
 	}
 
 	iters := make([]base.InternalIterator, 0, len(job.inputs))
+	var tombs []rangedel.Spans
 	for _, in := range job.inputs {
-		iters = append(iters, v.tables[in.meta.FileNum].reader.NewIter())
+		r := v.tables[in.meta.FileNum].reader
+		iters = append(iters, r.NewIter())
+		tombs = append(tombs, r.RangeDels())
 	}
 	merged := compaction.NewMergingIter(iters...)
+	spans := rangedel.Merge(tombs...)
+	snaps := db.snapshotSeqs()
 	elide := func(ukey []byte) bool { return compaction.IsBaseLevelForKey(v.Version, job.outputLevel, ukey) }
-	it := compaction.NewIter(merged, db.snapshotSeqs(), elide)
-	out, err := db.writeTables(it, job.outputLevel, db.opts.TargetFileSize, job.inputs, bytesIn)
+	elideRange := func(start, end []byte) bool {
+		return compaction.IsBaseLevelForRange(v.Version, job.outputLevel, start, end)
+	}
+	it := compaction.NewIter(merged, spans, snaps, elide)
+	outTombs := compaction.CompactTombstones(spans, snaps, elideRange)
+	out, err := db.writeTables(it, outTombs, job.outputLevel, db.opts.TargetFileSize, job.inputs, bytesIn)
 	if cerr := merged.Close(); err == nil && cerr != nil {
 		for _, t := range out {
 			t.reader.Close()

@@ -16,11 +16,13 @@ import (
 
 var crashRounds = flag.Int("crash.rounds", 4, "rounds of kill -9 and recover in TestCrash and TestCrashCompaction (25 times as many with -long)")
 
-// TestCrash re-runs the test binary as a child that writes single puts and
-// batches to a store and prints each write once Apply has returned. The
-// parent kills the child with SIGKILL at a random moment, reopens the store,
-// and checks that every acknowledged write is there and that every batch the
-// child began is there entirely or not at all.
+// TestCrash re-runs the test binary as a child that writes single puts,
+// batches (some with a range deletion among their writes) and range
+// deletions of earlier batches to a store, and prints each write once Apply
+// has returned. The parent kills the child with SIGKILL at a random moment,
+// reopens the store, and checks that every acknowledged write is there (an
+// acknowledged range deletion too: none of the keys it deleted is back) and
+// that every batch the child began is there entirely or not at all.
 func TestCrash(t *testing.T) {
 	if dir := os.Getenv("SHALE_CRASH_CHILD"); dir != "" {
 		crashChild(dir, os.Getenv("SHALE_CRASH_ROUND"), 1, false)
@@ -49,7 +51,9 @@ func crashRoundsOf(t *testing.T, test string) {
 	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-	acked := map[string]string{} // over all rounds: a later crash must not lose them either
+	// Over all rounds: a later crash must not lose them either.
+	acked := map[string]string{}
+	gone := map[string]bool{} // keys an acknowledged range deletion deleted
 	rounds := *crashRounds
 	if *long {
 		rounds *= 25
@@ -57,6 +61,10 @@ func crashRoundsOf(t *testing.T, test string) {
 	for round := 0; round < rounds; round++ {
 		res := runCrashChild(t, test, dir, round, time.Duration(50+rng.IntN(400))*time.Millisecond)
 		maps.Copy(acked, res.acked)
+		for k := range res.deleting {
+			delete(acked, k)
+		}
+		maps.Copy(gone, res.gone)
 		db, err := Open(dir, &Options{MemTableSize: 32 << 10})
 		if err != nil {
 			t.Fatalf("round %d: reopen after kill: %v", round, err)
@@ -65,6 +73,11 @@ func crashRoundsOf(t *testing.T, test string) {
 			got, err := db.Get([]byte(k))
 			if err != nil || string(got) != v {
 				t.Fatalf("round %d: acknowledged write %s=%s lost: got %q, %v", round, k, v, got, err)
+			}
+		}
+		for k := range gone {
+			if got, err := db.Get([]byte(k)); err == nil {
+				t.Fatalf("round %d: %s=%s is back after an acknowledged range deletion", round, k, got)
 			}
 		}
 		for id, keys := range res.begun {
@@ -78,8 +91,8 @@ func crashRoundsOf(t *testing.T, test string) {
 				t.Fatalf("round %d: batch %s partly applied: %d of %d keys", round, id, present, len(keys))
 			}
 		}
-		t.Logf("round %d: %d acknowledged writes (%d in all rounds), %d batches begun, %d manual compactions done, all intact; %d tables in L0, %d below",
-			round, len(res.acked), len(acked), len(res.begun), res.compactions, db.Metrics().Levels[0].Files, tablesBelowL0(db))
+		t.Logf("round %d: %d acknowledged writes (%d in all rounds), %d batches begun, %d keys range-deleted in all rounds, %d manual compactions done, all intact; %d tables in L0, %d below",
+			round, len(res.acked), len(acked), len(res.begun), len(gone), res.compactions, db.Metrics().Levels[0].Files, tablesBelowL0(db))
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -91,6 +104,10 @@ type crashResult struct {
 	acked       map[string]string   // key/values written
 	begun       map[string][]string // batch id: the keys of every batch it began
 	compactions int                 // Compact calls that returned
+	// deleting are the keys of range deletions begun, acknowledged or
+	// not: they may be present or not. gone are those of acknowledged
+	// range deletions, and those a batch writes and deletes itself.
+	deleting, gone map[string]bool
 }
 
 func tablesBelowL0(db *DB) int {
@@ -114,7 +131,7 @@ func runCrashChild(t *testing.T, test, dir string, round int, d time.Duration) c
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	res := crashResult{acked: map[string]string{}, begun: map[string][]string{}}
+	res := crashResult{acked: map[string]string{}, begun: map[string][]string{}, deleting: map[string]bool{}, gone: map[string]bool{}}
 	lines := make(chan string)
 	go func() {
 		r := bufio.NewReader(out)
@@ -150,6 +167,14 @@ func runCrashChild(t *testing.T, test, dir string, round int, d time.Duration) c
 			}
 		case len(f) == 1 && f[0] == "compacted":
 			res.compactions++
+		case len(f) >= 2 && (f[0] == "gone" || f[0] == "deleted"):
+			for _, k := range f[1:] {
+				res.gone[k] = true
+			}
+		case len(f) >= 2 && f[0] == "deleting":
+			for _, k := range f[1:] {
+				res.deleting[k] = true
+			}
 		}
 	}
 	cmd.Wait()
@@ -190,19 +215,44 @@ func crashChild(dir, round string, writers int, compact bool) {
 	crashWriter(db, fmt.Sprintf("r%s-w0", round))
 }
 
-// crashWriter writes puts and batches of keys named after prefix until the
-// process is killed, printing each write's keys before a batch and each
-// acknowledgement after. Each line is one write to stdout, so lines from
-// concurrent writers do not interleave.
+// crashWriter writes puts, batches (half of them range-deleting two of their
+// own keys) and range deletions of earlier batches, of keys named after
+// prefix, until the process is killed. It prints each write's keys before a
+// batch or range deletion and each acknowledgement after. Each line is one
+// write to stdout, so lines from concurrent writers do not interleave.
 func crashWriter(db *DB, prefix string) {
 	val := strings.Repeat("v", 100)
+	var committed []string // batch ids, for range deletions to delete
 	for i := 0; ; i++ {
+		if i%11 == 10 && len(committed) > 0 {
+			// Delete an earlier batch's keys, which are its id, a dash
+			// and 0 to 3: [id-0, id-4) holds exactly them.
+			id := committed[0]
+			committed = committed[1:]
+			keys := []string{id + "-0", id + "-1", id + "-2", id + "-3"}
+			fmt.Println("deleting", strings.Join(keys, " "))
+			if err := db.DeleteRange([]byte(id+"-0"), []byte(id+"-4")); err != nil {
+				fmt.Fprintln(os.Stderr, "child delete range:", err)
+				os.Exit(2)
+			}
+			fmt.Println("deleted", strings.Join(keys, " "))
+			continue
+		}
 		if i%3 == 0 {
 			id := fmt.Sprintf("%s-b%d", prefix, i)
 			b := db.NewBatch()
 			keys := []string{id + "-0", id + "-1", id + "-2", id + "-3"}
 			for _, k := range keys {
 				b.Put([]byte(k), []byte(id))
+			}
+			if i%2 == 0 {
+				// Half the batches delete two of their own keys: the
+				// batch leaves id-0 and id-3, whether applied or not.
+				b.DeleteRange([]byte(id+"-1"), []byte(id+"-3"))
+				fmt.Println("gone", keys[1], keys[2])
+				keys = []string{keys[0], keys[3]}
+			} else {
+				committed = append(committed, id)
 			}
 			fmt.Println("begin", id, strings.Join(keys, " "))
 			if err := db.Apply(b); err != nil {

@@ -34,8 +34,11 @@ type ddState struct {
 //
 //	open [bloom=N|none] [filter=bloomN|monkeyN|ribbonN|fuse|none] [memtable=BYTES] [cache=BYTES|off] [compactions=off] [block=BYTES]
 //	     [l0-threshold=N] [lbase=BYTES] [target-file-size=BYTES] [rowcache=BYTES]
-//	put KEY VALUE | del KEY | get KEY [snapshot=NAME]
-//	batch            (input: "put K V" / "del K" lines, applied atomically)
+//	put KEY VALUE | del KEY | delrange FROM TO | get KEY [snapshot=NAME]
+//	batch            (input: "put K V" / "del K" / "delrange FROM TO" lines,
+//	                  applied atomically)
+//	tombstones       (the range tombstones, fragmented, of each memtable and
+//	                  table)
 //	load n=N files=F [prefix=P] [value=V] [settle]
 //	                 (keys P%06d for i < N, striped over F flushed L0 files:
 //	                  file j holds the keys with i%F == j, so every file
@@ -50,8 +53,8 @@ type ddState struct {
 //	explain KEY      (the traced lookup)
 //	iter [lower=K] [upper=K] [snapshot=NAME]
 //	                 (input: first, last, seek-ge K, seek-lt K, next, prev,
-//	                  scan; and put K V, flush, compact on the DB while the
-//	                  iterator is open)
+//	                  scan, reads (disk reads since the last); and put K V,
+//	                  flush, compact on the DB while the iterator is open)
 //	snapshot NAME | close-snapshot NAME
 //	flush | compact | lsm | reopen | crash
 //	rowcache         (the row cache's hits, misses and bytes)
@@ -157,6 +160,10 @@ func (s *ddState) exec(d *datadriven.TestData) (string, error) {
 		return "", s.db.Put([]byte(arg(0)), []byte(arg(1)))
 	case "del":
 		return "", s.db.Delete([]byte(arg(0)))
+	case "delrange":
+		return "", s.db.DeleteRange([]byte(arg(0)), []byte(arg(1)))
+	case "tombstones":
+		return s.tombstones(), nil
 	case "batch":
 		b := s.db.NewBatch()
 		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
@@ -166,6 +173,8 @@ func (s *ddState) exec(d *datadriven.TestData) (string, error) {
 				b.Put([]byte(unquote(f[1])), []byte(unquote(f[2])))
 			case len(f) == 2 && f[0] == "del":
 				b.Delete([]byte(unquote(f[1])))
+			case len(f) == 3 && f[0] == "delrange":
+				b.DeleteRange([]byte(unquote(f[1])), []byte(unquote(f[2])))
 			default:
 				s.t.Fatalf("%s: bad batch line %q", d.Pos, line)
 			}
@@ -348,12 +357,41 @@ func (s *ddState) lsm() string {
 			continue
 		}
 		for _, f := range files {
-			fmt.Fprintf(&b, "  %06d [%s-%s] seq %d-%d\n", f.FileNum, base.FormatKey(f.Smallest.UserKey),
-				base.FormatKey(f.Largest.UserKey), f.SmallestSeq, f.LargestSeq)
+			end := "]"
+			if f.Largest.IsExclusiveSentinel() {
+				end = ")"
+			}
+			fmt.Fprintf(&b, "  %06d [%s-%s%s seq %d-%d\n", f.FileNum, base.FormatKey(f.Smallest.UserKey),
+				base.FormatKey(f.Largest.UserKey), end, f.SmallestSeq, f.LargestSeq)
 		}
 	}
 	if b.Len() == 0 {
 		return "empty\n"
+	}
+	return b.String()
+}
+
+// tombstones prints the range tombstones of each memtable and table that
+// has any, fragmented as they are stored.
+func (s *ddState) tombstones() string {
+	rs := s.db.readState(readLatest)
+	v := rs.v
+	defer v.unref()
+	var b strings.Builder
+	for i, m := range rs.memtables {
+		if t := m.RangeDels(); len(t) > 0 {
+			fmt.Fprintf(&b, "memtable %d: %s\n", i, t)
+		}
+	}
+	for level, files := range v.Levels {
+		for _, f := range files {
+			if t := v.tables[f.FileNum].reader.RangeDels(); len(t) > 0 {
+				fmt.Fprintf(&b, "L%d %06d: %s\n", level, f.FileNum, t)
+			}
+		}
+	}
+	if b.Len() == 0 {
+		return "none\n"
 	}
 	return b.String()
 }
@@ -406,9 +444,17 @@ func (s *ddState) iter(d *datadriven.TestData) (string, error) {
 		it = s.db.NewIter(&opts)
 	}
 	var b strings.Builder
+	reads := s.db.Metrics().DiskReads
 	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
 		f := strings.Fields(line)
 		switch f[0] {
+		case "reads":
+			// The blocks read from disk since the last "reads" (or the
+			// iterator's creation).
+			now := s.db.Metrics().DiskReads
+			fmt.Fprintf(&b, "disk reads: %d\n", now-reads)
+			reads = now
+			continue
 		case "put", "flush", "compact":
 			// Writes, a flush or a compaction while the iterator is open.
 			var err error

@@ -145,6 +145,14 @@ func (db *DB) Delete(key []byte) error {
 	return db.Apply(&b)
 }
 
+// DeleteRange deletes every key in [start, end) with one write. An empty
+// range (start >= end) is a no-op.
+func (db *DB) DeleteRange(start, end []byte) error {
+	b := Batch{}
+	b.DeleteRange(start, end)
+	return db.Apply(&b)
+}
+
 // Apply writes the batch atomically: after a crash, either all of it or none
 // of it is there. The batch may be reused once Apply returns.
 //
@@ -192,6 +200,15 @@ const readLatest = ^base.SeqNum(0)
 // get is the read path: memtables newest first, then the tables of the
 // version that was current when the read began, at sequence number seq (a
 // snapshot's, or readLatest).
+//
+// Each memtable and table answers for itself, its own range tombstones
+// applied: a value, a deletion, a range deletion, or nothing. The first that
+// answers decides: everything an older source holds for the key is older
+// than what a newer one holds, a range tombstone included (a table's bounds
+// cover its tombstones, so compactions keep that order). So a newer table's
+// tombstone hides an older table's value without the older table being
+// asked, and a per-table answer (a row cache's) never needs another table's
+// tombstones.
 func (db *DB) get(key []byte, seq base.SeqNum, trace *LookupTrace) ([]byte, error) {
 	rs := db.readState(seq)
 	v, seq := rs.v, rs.seq
@@ -253,8 +270,10 @@ func (db *DB) getFromTable(v *version, level int, fileNum uint64, key []byte, se
 	return val, kind, ok, err
 }
 
+// foundValue turns the answer of a memtable or table into Get's: a value,
+// or ErrNotFound for a deletion (a point or range tombstone).
 func foundValue(val []byte, kind base.Kind) ([]byte, error) {
-	if kind == base.KindDelete {
+	if kind != base.KindSet {
 		return nil, ErrNotFound
 	}
 	return append([]byte{}, val...), nil
@@ -397,6 +416,9 @@ type dbStats struct {
 	stallNanos         atomic.Int64
 	slowdowns          atomic.Int64
 	trivialMoves       atomic.Int64
+	// deleteOnlyCompactions counts the edits that dropped tables a range
+	// tombstone deletes wholly, without reading them.
+	deleteOnlyCompactions atomic.Int64
 }
 
 func (db *DB) logf(format string, args ...any) {

@@ -33,6 +33,9 @@ func TestExportFilterLiveKeys(t *testing.T) {
 			}
 			return nil
 		}},
+		{"DeleteRange", func(db *DB, i, j int) error {
+			return db.DeleteRange(exportKey(i), exportKey(j))
+		}},
 	}
 	for _, r := range removals {
 		t.Run(r.name, func(t *testing.T) {

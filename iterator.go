@@ -6,6 +6,7 @@ import (
 
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/compaction"
+	"github.com/shale-db/shale/internal/rangedel"
 )
 
 // IterOptions bound an iterator to the user keys in [LowerBound, UpperBound).
@@ -13,7 +14,8 @@ import (
 type IterOptions struct{ LowerBound, UpperBound []byte }
 
 // Iterator walks the newest visible version of each live key in order,
-// within its bounds, as of the moment it was created: later writes, flushes
+// within its bounds, as of the moment it was created (range deletions
+// applied, see rangedel.NewFilterIter): later writes, flushes
 // and compactions do not disturb it (the files it reads stay on disk until it
 // is closed). Positioning methods return whether the iterator is on an entry.
 //
@@ -62,15 +64,32 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 	rs := db.readState(seq)
 	v := rs.v
 	iters := make([]base.InternalIterator, 0, 1+len(rs.imm)+len(v.Levels[0])+len(v.Levels))
+	// newer is where the range tombstones of the sources already added,
+	// which are newer than the next one, delete (see
+	// rangedel.NewFilterIter).
+	var newer rangedel.Spans
+	add := func(it base.InternalIterator, own rangedel.Spans) {
+		iters = append(iters, rangedel.NewFilterIter(it, newer, own, rs.seq))
+		if len(own) > 0 {
+			newer = rangedel.Union(newer, own.Visible(rs.seq))
+		}
+	}
 	for _, m := range rs.memtables {
-		iters = append(iters, m.NewIter())
+		add(m.NewIter(), m.RangeDels())
 	}
 	for _, f := range v.Levels[0] {
-		iters = append(iters, v.tables[f.FileNum].reader.NewIter())
+		r := v.tables[f.FileNum].reader
+		add(r.NewIter(), r.RangeDels())
 	}
 	for level := 1; level < len(v.Levels); level++ {
 		if len(v.Levels[level]) > 0 {
-			iters = append(iters, newLevelIter(v, level))
+			var own rangedel.Spans
+			for _, f := range v.Levels[level] {
+				// The files are sorted and disjoint, and so are their
+				// tombstones, which lie within their bounds.
+				own = append(own, v.tables[f.FileNum].reader.RangeDels()...)
+			}
+			add(newLevelIter(v, level), own)
 		}
 	}
 	it := &Iterator{db: db, iter: compaction.NewMergingIter(iters...), v: v, seq: rs.seq}

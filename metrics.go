@@ -31,12 +31,15 @@ type Metrics struct {
 	WALBytes        int64 // bytes appended to WALs since Open
 	UserBytes       int64 // key and value bytes written since Open
 
-	Flushes            int64
-	FlushBytes         int64 // bytes of L0 tables written by flushes
-	Compactions        int64
-	TrivialMoves       int64 // tables moved down a level without a rewrite
-	CompactionBytesIn  int64
-	CompactionBytesOut int64
+	Flushes      int64
+	FlushBytes   int64 // bytes of L0 tables written by flushes
+	Compactions  int64
+	TrivialMoves int64 // tables moved down a level without a rewrite
+	// DeleteOnlyCompactions counts the version edits that dropped, without
+	// reading them, tables a newer range tombstone deletes wholly.
+	DeleteOnlyCompactions int64
+	CompactionBytesIn     int64
+	CompactionBytesOut    int64
 	// WriteAmp is (WAL + flush + compaction bytes written) / user bytes.
 	WriteAmp     float64
 	StallTime    time.Duration // time writes waited for flushes or compactions
@@ -96,6 +99,7 @@ func (db *DB) Metrics() Metrics {
 	m.FlushBytes = db.stats.flushBytes.Load()
 	m.Compactions = db.stats.compactions.Load()
 	m.TrivialMoves = db.stats.trivialMoves.Load()
+	m.DeleteOnlyCompactions = db.stats.deleteOnlyCompactions.Load()
 	m.CompactionBytesIn = db.stats.compactionBytesIn.Load()
 	m.CompactionBytesOut = db.stats.compactionBytesOut.Load()
 	if m.UserBytes > 0 {
@@ -139,8 +143,12 @@ func (m Metrics) String() string {
 	}
 	fmt.Fprintf(&b, "filters: %d checks, %d skips, %d false positives (%.2f%% of absent); %s in memory (index: %s)\n",
 		m.FilterChecks, m.FilterSkips, m.FilterFalsePositives, fpr, humanBytes(m.FilterMemory), humanBytes(m.IndexMemory))
-	fmt.Fprintf(&b, "flushes: %d (%s); compactions: %d (+%d moves), %s read, %s written; write amp: %.2f\n",
-		m.Flushes, humanBytes(m.FlushBytes), m.Compactions, m.TrivialMoves,
+	deleteOnly := ""
+	if m.DeleteOnlyCompactions > 0 {
+		deleteOnly = fmt.Sprintf(", +%d delete-only", m.DeleteOnlyCompactions)
+	}
+	fmt.Fprintf(&b, "flushes: %d (%s); compactions: %d (+%d moves%s), %s read, %s written; write amp: %.2f\n",
+		m.Flushes, humanBytes(m.FlushBytes), m.Compactions, m.TrivialMoves, deleteOnly,
 		humanBytes(m.CompactionBytesIn), humanBytes(m.CompactionBytesOut), m.WriteAmp)
 	fmt.Fprintf(&b, "stalls: %v (%d slowdowns); last seqnum: %d; open snapshots: %d\n",
 		m.StallTime.Round(time.Millisecond), m.Slowdowns, m.LastSeqNum, m.Snapshots)

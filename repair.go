@@ -10,6 +10,7 @@ import (
 	"github.com/shale-db/shale/internal/compaction"
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/memtable"
+	"github.com/shale-db/shale/internal/rangedel"
 	"github.com/shale-db/shale/internal/wal"
 )
 
@@ -226,6 +227,11 @@ func (r *repairer) readTable(num uint64) error {
 		db.logf("repair: %v", p)
 	}
 	r.damaged = append(r.damaged, name)
+	// The range tombstones were read, and checked, when the table opened.
+	for _, tb := range t.reader.RangeDels().AppendTombstones(nil) {
+		r.salvage.Add(tb.Seq, base.KindRangeDelete, tb.Start, tb.End)
+		db.lastSeq = max(db.lastSeq, tb.Seq)
+	}
 	_, err = t.reader.Verify(func(k base.InternalKey, value []byte) {
 		r.salvage.Add(k.SeqNum(), k.Kind(), k.UserKey, value)
 		db.lastSeq = max(db.lastSeq, k.SeqNum())
@@ -284,21 +290,25 @@ func (r *repairer) readLog(num uint64) error {
 func (r *repairer) merge() ([]*table, error) {
 	db := r.db
 	var iters []base.InternalIterator
+	var tombs []rangedel.Spans
 	var size int64
 	for _, t := range r.intact {
 		iters = append(iters, t.reader.NewIter())
+		tombs = append(tombs, t.reader.RangeDels())
 		size += int64(t.reader.Properties().DataSize)
 	}
 	if !r.salvage.Empty() {
 		iters = append(iters, r.salvage.NewIter())
+		tombs = append(tombs, r.salvage.RangeDels())
 		size += int64(r.salvage.Size())
 	}
 	merged := compaction.NewMergingIter(iters...)
 	// No snapshot survives a reopen, and nothing lies below the bottom
-	// level: of each key, only its newest version is kept, and a deletion
-	// is dropped.
-	it := compaction.NewIter(merged, nil, func([]byte) bool { return true })
-	out, err := db.writeTables(it, manifest.NumLevels-1, db.opts.TargetFileSize, nil, size)
+	// level: of each key, only its newest version is kept, and a deletion,
+	// point or range, is dropped with every older version it deletes
+	// (whichever file it came from).
+	it := compaction.NewIter(merged, rangedel.Merge(tombs...), nil, func([]byte) bool { return true })
+	out, err := db.writeTables(it, nil, manifest.NumLevels-1, db.opts.TargetFileSize, nil, size)
 	if cerr := merged.Close(); err == nil && cerr != nil {
 		err = cerr
 	}

@@ -26,8 +26,11 @@ type TraceStep struct {
 	Source string // "memtable", "immutable memtable 1", "L0 000012.sst", "L0 000012 row cache", "L3"
 	Level  int    // -1 for memtables
 	// FileNum, Smallest and Largest describe the table, if Source is one.
+	// LargestExclusive says that the table's range ends just before
+	// Largest: a range tombstone's end bounds it.
 	FileNum           uint64
 	Smallest, Largest []byte
+	LargestExclusive  bool
 	Outcome           string // what the step decided, in words
 	BlocksFromDisk    int
 	BlocksFromCache   int
@@ -38,6 +41,9 @@ type TraceStep struct {
 	// FilterError says why the table has no filter although its writer was
 	// given one: the filter's name and why it could not be built.
 	FilterError string
+	// RangeTombstone is the table's range tombstone fragment that covers
+	// the key, as "[start,end)#seqnums", if the lookup sees one.
+	RangeTombstone string
 }
 
 // TraceGet looks key up like Get and returns the path the lookup took. A key
@@ -75,8 +81,11 @@ func (t *LookupTrace) memtable(i int, ok bool, kind base.Kind) {
 }
 
 func found(kind base.Kind) string {
-	if kind == base.KindDelete {
+	switch kind {
+	case base.KindDelete:
 		return "deleted"
+	case base.KindRangeDelete:
+		return "deleted by a range tombstone"
 	}
 	return "found"
 }
@@ -98,6 +107,8 @@ func tableStep(level int, m *manifest.FileMeta) TraceStep {
 		FileNum:  m.FileNum,
 		Smallest: m.Smallest.UserKey,
 		Largest:  m.Largest.UserKey,
+		// A range tombstone's end as the largest key is exclusive.
+		LargestExclusive: m.Largest.IsExclusiveSentinel(),
 	}
 }
 
@@ -115,6 +126,9 @@ func (t *LookupTrace) table(level int, m *manifest.FileMeta, props *sstable.Prop
 	s.BlocksFromDisk = st.BlocksFromDisk
 	s.BlocksFromCache = st.BlocksFromCache
 	s.FalsePositive = st.FalsePositive && !st.RowCacheHit
+	if st.RangeDel != nil {
+		s.RangeTombstone = st.RangeDel.String()
+	}
 	filter := "no filter"
 	switch {
 	case st.FilterChecked:
@@ -123,6 +137,14 @@ func (t *LookupTrace) table(level int, m *manifest.FileMeta, props *sstable.Prop
 		filter = fmt.Sprintf("no filter (%s)", s.FilterError)
 	}
 	switch {
+	case ok && kind == base.KindRangeDelete:
+		s.Outcome = fmt.Sprintf("deleted by range tombstone %s (seqnum %d)", s.RangeTombstone, st.RangeDelSeq)
+		if s.FilterSkipped {
+			// The filter holds point keys only; the tombstones, in
+			// memory, apply whatever it says.
+			s.Outcome = "filter: definitely not, but " + s.Outcome + ", no I/O"
+		}
+		t.Result = found(kind) + " in " + s.Source
 	case s.FilterSkipped:
 		s.Outcome = "filter: definitely not; skipped, no I/O"
 	case st.RowCacheHit:
@@ -139,7 +161,7 @@ func (t *LookupTrace) table(level int, m *manifest.FileMeta, props *sstable.Prop
 			s.Outcome += " (a false positive)"
 		}
 	}
-	if st.RowCacheChecked {
+	if st.RowCacheChecked && !st.RowCacheHit {
 		s.Outcome += "; row cache: miss"
 	}
 	t.Steps = append(t.Steps, s)
@@ -166,6 +188,15 @@ func (t *LookupTrace) rowCacheHit(level int, m *manifest.FileMeta, falsePositive
 	t.Steps = append(t.Steps, s)
 }
 
+// rangeEnd closes the printed key range of the step's table: "]", or ")"
+// when its largest key is exclusive.
+func (s TraceStep) rangeEnd() string {
+	if s.LargestExclusive {
+		return ")"
+	}
+	return "]"
+}
+
 // String renders the trace, one numbered line per step.
 func (t *LookupTrace) String() string {
 	var b strings.Builder
@@ -173,7 +204,7 @@ func (t *LookupTrace) String() string {
 	for i, s := range t.Steps {
 		fmt.Fprintf(&b, "%2d. %-24s", i+1, s.Source)
 		if s.Smallest != nil || s.Largest != nil {
-			fmt.Fprintf(&b, " [%s .. %s]", base.FormatKey(s.Smallest), base.FormatKey(s.Largest))
+			fmt.Fprintf(&b, " [%s .. %s%s", base.FormatKey(s.Smallest), base.FormatKey(s.Largest), s.rangeEnd())
 		}
 		fmt.Fprintf(&b, " %s", s.Outcome)
 		if s.BlocksFromDisk+s.BlocksFromCache > 0 {

@@ -196,11 +196,13 @@ func init() {
 		{name: "get", args: "KEY", summary: "print KEY's value", min: 1, max: 1, inBatch: true, run: cmdGet,
 			detail: "Reads the snapshot if one is open. In a batch, reads the committed store: queued writes are not visible until commit."},
 		{name: "del", args: "KEY", summary: "delete KEY (deleting an absent key is fine)", min: 1, max: 1, inBatch: true, run: cmdDel},
+		{name: "delrange", args: "FROM TO", summary: "delete every key with FROM <= key < TO, with one write", min: 2, max: 2, inBatch: true, run: cmdDelRange,
+			detail: "One range tombstone, whatever the number of keys it deletes; FROM >= TO deletes nothing. explain get names the tombstone that deletes a key. Compactions drop the keys it covers, and a table it deletes wholly leaves the store without being rewritten."},
 		{name: "scan", args: "[FROM [TO]] [limit=N]", summary: "print the entries with FROM <= key < TO, in order", max: 2, options: []string{"limit"}, inBatch: true, run: cmdScan,
 			detail: "Prints at most limit entries (default 100), one per line as KEY VALUE. Reads the snapshot if one is open."},
 		{name: "count", args: "[FROM [TO]]", summary: "count the entries with FROM <= key < TO", max: 2, inBatch: true, run: cmdCount,
 			detail: "Reads the snapshot if one is open."},
-		{name: "batch", summary: "start a batch: put and del are queued until commit", run: cmdBatch,
+		{name: "batch", summary: "start a batch: put, del and delrange are queued until commit", run: cmdBatch,
 			detail: "commit applies the queued writes atomically (all or none, also across a crash); abort discards them. get, scan, count, explain, stats and help work in a batch and read the committed store."},
 		{name: "commit", summary: "apply the batch atomically", inBatch: true, run: cmdCommit},
 		{name: "abort", summary: "discard the batch", inBatch: true, run: cmdAbort},
@@ -255,6 +257,15 @@ func cmdDel(sh *shell, args []string, _ map[string]string) error {
 		return sh.queued()
 	}
 	return sh.ok(sh.db.Delete([]byte(args[0])))
+}
+
+func cmdDelRange(sh *shell, args []string, _ map[string]string) error {
+	from, to := []byte(args[0]), []byte(args[1])
+	if sh.batch != nil {
+		sh.batch.DeleteRange(from, to)
+		return sh.queued()
+	}
+	return sh.ok(sh.db.DeleteRange(from, to))
 }
 
 func (sh *shell) queued() error {
@@ -341,7 +352,7 @@ func cmdCount(sh *shell, args []string, _ map[string]string) error {
 
 func cmdBatch(sh *shell, _ []string, _ map[string]string) error {
 	sh.batch = sh.db.NewBatch()
-	fmt.Fprintln(sh.out, "batch started: put and del are queued until commit (or abort)")
+	fmt.Fprintln(sh.out, "batch started: put, del and delrange are queued until commit (or abort)")
 	return nil
 }
 
@@ -619,7 +630,11 @@ func writeTrace(w io.Writer, t *shale.LookupTrace) {
 	for i, s := range t.Steps {
 		keyRange := ""
 		if s.FileNum != 0 && !s.RowCacheHit { // a row cache step names its table above it
-			keyRange = fmt.Sprintf("[%s .. %s]", formatBytes(s.Smallest), formatBytes(s.Largest))
+			end := "]"
+			if s.LargestExclusive {
+				end = ")"
+			}
+			keyRange = fmt.Sprintf("[%s .. %s%s", formatBytes(s.Smallest), formatBytes(s.Largest), end)
 		}
 		outcome := s.Outcome
 		if s.BlocksFromDisk+s.BlocksFromCache > 0 {

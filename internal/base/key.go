@@ -35,18 +35,40 @@ const (
 	KindDelete Kind = 0
 	// KindSet records a value for the user key.
 	KindSet Kind = 1
-	// KindMax is the largest kind. A search key made with KindMax sorts
-	// before every real key with the same user key and sequence number.
+	// KindMax is the largest kind of a point entry, the only kinds data
+	// blocks and memtable entries hold. A search key made with KindMax
+	// sorts before every point entry with the same user key and sequence
+	// number.
 	KindMax Kind = KindSet
+	// KindRangeDelete is a range tombstone, which deletes the user keys in
+	// [start, end) written before its seqnum (see internal/rangedel). It is
+	// a kind in batches, and in the trailer of a table's bounds, never in a
+	// data block: tables keep their tombstones in a block of their own.
+	KindRangeDelete Kind = 2
 )
 
-// String returns "SET" or "DEL" (or "INVALID(n)").
+// RangeDelSentinel returns the internal key that stands for the exclusive
+// end of a range tombstone as a table's largest key: it sorts before every
+// entry whose user key is end, and a table whose largest key it is holds
+// nothing at end itself.
+func RangeDelSentinel(end []byte) InternalKey {
+	return MakeInternalKey(end, MaxSeqNum, KindRangeDelete)
+}
+
+// IsExclusiveSentinel reports whether k is a RangeDelSentinel.
+func (k InternalKey) IsExclusiveSentinel() bool {
+	return k.Trailer == MakeTrailer(MaxSeqNum, KindRangeDelete)
+}
+
+// String returns "SET", "DEL" or "RANGEDEL" (or "INVALID(n)").
 func (k Kind) String() string {
 	switch k {
 	case KindDelete:
 		return "DEL"
 	case KindSet:
 		return "SET"
+	case KindRangeDelete:
+		return "RANGEDEL"
 	}
 	return "INVALID(" + strconv.Itoa(int(k)) + ")"
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/rangedel"
 )
 
 // Iter reads the merged inputs of a compaction and yields the entries to
@@ -25,10 +26,16 @@ import (
 // as well, since the older versions it hid in this compaction are dropped
 // with it and there is nothing deeper. A tombstone in a higher stripe stays:
 // it hides, from the snapshots above it, a version a lower snapshot needs.
+//
+// A version deleted by a range tombstone of the compaction (one newer than
+// it in its own stripe) is dropped as well: every read that sees the
+// version sees the tombstone. The tombstones themselves are written
+// separately (CompactTombstones).
 type Iter struct {
-	input     base.InternalIterator
-	snapshots []base.SeqNum
-	elide     func(ukey []byte) bool
+	input      base.InternalIterator
+	tombstones rangedel.Spans
+	snapshots  []base.SeqNum
+	elide      func(ukey []byte) bool
 
 	// The last input entry looked at: its user key (a copy), trailer and
 	// stripe. started is false before the first entry (the empty user key
@@ -42,12 +49,13 @@ type Iter struct {
 }
 
 // NewIter returns an iterator over the entries of input that a compaction
-// must write. snapshots are the sequence numbers of the live snapshots,
-// ascending. elideTombstone reports whether no level below the compaction's
-// output can hold a user key (IsBaseLevelForKey); nil means never. The Iter
-// owns input and closes it on Close.
-func NewIter(input base.InternalIterator, snapshots []base.SeqNum, elideTombstone func(ukey []byte) bool) *Iter {
-	return &Iter{input: input, snapshots: snapshots, elide: elideTombstone}
+// must write. tombstones are the range tombstones of the compaction's
+// inputs, fragmented. snapshots are the sequence numbers of the live
+// snapshots, ascending. elideTombstone reports whether no level below the
+// compaction's output can hold a user key (IsBaseLevelForKey); nil means
+// never. The Iter owns input and closes it on Close.
+func NewIter(input base.InternalIterator, tombstones rangedel.Spans, snapshots []base.SeqNum, elideTombstone func(ukey []byte) bool) *Iter {
+	return &Iter{input: input, tombstones: tombstones, snapshots: snapshots, elide: elideTombstone}
 }
 
 // First moves to the first entry to write. It returns false when there is
@@ -115,6 +123,9 @@ func (i *Iter) keep(k base.InternalKey) bool {
 		i.started = true
 	}
 	i.stripe = stripe
+	if coveredInStripe(i.tombstones, i.snapshots, k, stripe) {
+		return false
+	}
 	return !(stripe == 0 && k.Kind() == base.KindDelete && i.elide != nil && i.elide(k.UserKey))
 }
 

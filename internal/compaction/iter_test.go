@@ -12,14 +12,18 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/rangedel"
 )
 
 // TestIter runs testdata/iter. Command:
 //
 //	iter [snapshots=(s1,s2,...)] [elide=all|(k1,k2,...)]
-//	one input entry a line, in internal-key order
+//	one input entry a line, in internal-key order; and range tombstones,
+//	one a line as "start-end#seq,RANGEDEL", anywhere
 //
-// elide lists the user keys for which no deeper level holds data.
+// elide lists the user keys for which no deeper level holds data; a range
+// tombstone is elided only under elide=all. The output lists the entries
+// written, then the range tombstones written, if any.
 func TestIter(t *testing.T) {
 	datadriven.RunTest(t, "testdata/iter", func(t *testing.T, d *datadriven.TestData) string {
 		if d.Cmd != "iter" {
@@ -41,14 +45,37 @@ func TestIter(t *testing.T) {
 				return slices.Equal(arg.Vals, []string{"all"}) || slices.Contains(arg.Vals, string(ukey))
 			}
 		}
-		keys, values := parseEntries(t, d.Input)
-		it := NewIter(NewSliceIter(keys, values), snapshots, elide)
+		var points []string
+		var ts []rangedel.Tombstone
+		for _, f := range strings.Fields(d.Input) {
+			r, ok := strings.CutSuffix(f, ",RANGEDEL")
+			if !ok {
+				points = append(points, f)
+				continue
+			}
+			var start, end string
+			var seq uint64
+			if _, err := fmt.Sscanf(strings.NewReplacer("-", " ", "#", " ").Replace(r), "%s %s %d", &start, &end, &seq); err != nil {
+				t.Fatalf("bad tombstone %q: %v", f, err)
+			}
+			ts = append(ts, rangedel.Tombstone{Start: []byte(start), End: []byte(end), Seq: base.SeqNum(seq)})
+		}
+		keys, values := parseEntries(t, strings.Join(points, "\n"))
+		spans := rangedel.Fragment(ts)
+		it := NewIter(NewSliceIter(keys, values), spans, snapshots, elide)
 		var b strings.Builder
 		for ok := it.First(); ok; ok = it.Next() {
 			fmt.Fprintln(&b, formatEntry(it.Key(), it.Value()))
 		}
 		if err := it.Close(); err != nil {
 			fmt.Fprintf(&b, "error: %v\n", err)
+		}
+		var elideRange func(start, end []byte) bool
+		if elide != nil {
+			elideRange = func(start, end []byte) bool { return elide(nil) && elide([]byte("\xff")) }
+		}
+		if out := CompactTombstones(spans, snapshots, elideRange); len(out) > 0 {
+			fmt.Fprintf(&b, "tombstones: %s\n", out)
 		}
 		if b.Len() == 0 {
 			return "(nothing)\n"
@@ -78,14 +105,16 @@ func FuzzIter(f *testing.F) {
 	})
 }
 
-// checkIter makes a random history of a few user keys: writes and deletes
-// at distinct seqnums spread over 1 to 3 inputs, some live snapshots, and
-// for each key whether a deeper level holds an older version of it. It
-// compacts the inputs with a merging iterator and an Iter, and checks that
-// every snapshot, and the latest read, sees the same value of every key in
-// the output as in the input; that the output is ordered; and that nothing
-// stays that could be dropped: at most one version of a key per stripe, and
-// no tombstone in the bottom stripe of a key with nothing deeper.
+// checkIter makes a random history of a few user keys: writes, deletes and
+// range deletions at distinct seqnums, the point entries spread over 1 to 3
+// inputs, some live snapshots, and for each key whether a deeper level
+// holds an older version of it. It compacts the inputs with a merging
+// iterator and an Iter, and the range tombstones with CompactTombstones,
+// and checks that every snapshot, and the latest read, sees the same value
+// of every key in the output as in the input; that the output is ordered;
+// and that nothing stays that could be dropped: at most one point version
+// of a key per stripe, and no tombstone, point or range, in the bottom
+// stripe over keys with nothing deeper.
 func checkIter(t *testing.T, src intner) {
 	const maxSeq = 40
 	nkeys := 1 + src.IntN(4)
@@ -104,8 +133,18 @@ func checkIter(t *testing.T, src intner) {
 	history := make([][]base.InternalKey, nkeys)
 	nchildren := 1 + src.IntN(3)
 	childKeys := make([][]base.InternalKey, nchildren)
+	var tombstones []rangedel.Tombstone
 	for seq := base.SeqNum(maxSeq); seq > 0; seq-- {
 		if src.IntN(2) == 0 {
+			continue
+		}
+		if src.IntN(6) == 0 {
+			lo := src.IntN(nkeys)
+			hi := lo + 1 + src.IntN(nkeys-lo)
+			tombstones = append(tombstones, rangedel.Tombstone{Start: ukey(lo), End: ukey(hi), Seq: seq})
+			for i := lo; i < hi; i++ {
+				history[i] = append(history[i], base.MakeInternalKey(ukey(i), seq, base.KindRangeDelete))
+			}
 			continue
 		}
 		i := src.IntN(nkeys)
@@ -128,7 +167,8 @@ func checkIter(t *testing.T, src intner) {
 		children[c] = NewSliceIter(keys, values)
 	}
 
-	it := NewIter(NewMergingIter(children...), snapshots, func(k []byte) bool { return !deeper[k[0]-'a'] })
+	spans := rangedel.Fragment(tombstones)
+	it := NewIter(NewMergingIter(children...), spans, snapshots, func(k []byte) bool { return !deeper[k[0]-'a'] })
 	output := make([][]base.InternalKey, nkeys)
 	var prev base.InternalKey
 	for ok := it.First(); ok; ok = it.Next() {
@@ -145,8 +185,30 @@ func checkIter(t *testing.T, src intner) {
 	if err := it.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The range tombstones written, as each key's versions.
+	noneDeeper := func(start, end []byte) bool {
+		for i := start[0] - 'a'; i < end[0]-'a'; i++ {
+			if deeper[i] {
+				return false
+			}
+		}
+		return true
+	}
+	for _, sp := range CompactTombstones(spans, snapshots, noneDeeper) {
+		for _, seq := range sp.Seqs {
+			stripe, _ := slices.BinarySearch(snapshots, seq)
+			if stripe == 0 && noneDeeper(sp.Start, sp.End) {
+				t.Fatalf("range tombstone %s#%d kept with nothing deeper (snapshots %v)", sp, seq, snapshots)
+			}
+			for i := sp.Start[0] - 'a'; i < sp.End[0]-'a'; i++ {
+				output[i] = append(output[i], base.MakeInternalKey(ukey(int(i)), seq, base.KindRangeDelete))
+			}
+		}
+	}
 
 	for i := range nkeys {
+		slices.SortFunc(output[i], base.Compare) // newest first
+		slices.SortFunc(history[i], base.Compare)
 		for _, s := range append(snapshots, base.MaxSeqNum) {
 			want, got := read(history[i], deeper[i], s), read(output[i], deeper[i], s)
 			if got != want {
@@ -156,6 +218,9 @@ func checkIter(t *testing.T, src intner) {
 		}
 		stripes := map[int]bool{}
 		for _, k := range output[i] {
+			if k.Kind() == base.KindRangeDelete {
+				continue
+			}
 			stripe, _ := slices.BinarySearch(snapshots, k.SeqNum())
 			if stripes[stripe] {
 				t.Fatalf("key %s: two versions kept in stripe %d: %v (snapshots %v)", ukey(i), stripe, output[i], snapshots)
@@ -176,11 +241,12 @@ func valueOf(k base.InternalKey) []byte {
 }
 
 // read returns what a read at seq sees, given one key's versions newest
-// first and whether a deeper level holds an older one.
+// first (range tombstones over the key among them, as KindRangeDelete) and
+// whether a deeper level holds an older one.
 func read(versions []base.InternalKey, deeper bool, seq base.SeqNum) string {
 	for _, k := range versions {
 		if k.Visible(seq) {
-			if k.Kind() == base.KindDelete {
+			if k.Kind() != base.KindSet {
 				return "(deleted)"
 			}
 			return string(valueOf(k))
@@ -198,7 +264,7 @@ func TestIterInputError(t *testing.T) {
 	keys, values := parseEntries(t, "a#3,SET:x a#2,SET:y b#1,SET:z c#4,SET:w")
 	for i, want := range []int{0, 1, 1, 2, 3} {
 		failAt := i + 1
-		it := NewIter(&errIter{InternalIterator: NewSliceIter(keys, values), failAt: failAt}, nil, nil)
+		it := NewIter(&errIter{InternalIterator: NewSliceIter(keys, values), failAt: failAt}, nil, nil, nil)
 		n := 0
 		for ok := it.First(); ok; ok = it.Next() {
 			n++
@@ -222,7 +288,7 @@ func TestIterCorruptInput(t *testing.T) {
 		{base.MakeInternalKey([]byte("a"), 1, base.KindSet), base.MakeInternalKey([]byte("a"), 2, base.KindSet)},
 		{base.MakeInternalKey([]byte("a"), 1, base.KindSet), bad},
 	} {
-		it := NewIter(NewSliceIter(keys, make([][]byte, len(keys))), nil, nil)
+		it := NewIter(NewSliceIter(keys, make([][]byte, len(keys))), nil, nil, nil)
 		n := 0
 		for ok := it.First(); ok; ok = it.Next() {
 			n++
@@ -260,7 +326,7 @@ func BenchmarkIter(b *testing.B) {
 		for c, keys := range children {
 			iters[c] = NewSliceIter(keys, values[:len(keys)])
 		}
-		it := NewIter(NewMergingIter(iters...), snapshots, func([]byte) bool { return true })
+		it := NewIter(NewMergingIter(iters...), nil, snapshots, func([]byte) bool { return true })
 		n := 0
 		for ok := it.First(); ok; ok = it.Next() {
 			n++

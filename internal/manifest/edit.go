@@ -10,7 +10,7 @@ package manifest
 // the tag's payload. The first field is always the MANIFEST format version.
 // Unknown tags are corruption, so a newer format must use a new version.
 //
-//	tag 1  format version   uvarint: 1 or 2 (this code writes 2)
+//	tag 1  format version   uvarint: 1, 2 or 3 (this code writes 2 and 3)
 //	tag 2  next file number uvarint
 //	tag 3  last seqnum      uvarint
 //	tag 4  log number       uvarint: WALs numbered below it are obsolete
@@ -19,7 +19,11 @@ package manifest
 //	                        uvarint size,
 //	                        uvarint smallest seqnum, uvarint largest seqnum,
 //	                        uvarint len + bytes: smallest internal key (encoded),
-//	                        uvarint len + bytes: largest internal key (encoded)
+//	                        uvarint len + bytes: largest internal key (encoded);
+//	                        in version 3 either key may be of kind
+//	                        RANGEDEL (2): a table's bounds that come from
+//	                        its range tombstones, the largest one then
+//	                        being base.RangeDelSentinel, an exclusive bound
 //	tag 7  commit           no payload; version 2 only, and then the only
 //	                        field after the version: a commit record
 //
@@ -31,6 +35,12 @@ package manifest
 // DB then checks that the files the surviving version needs are all present.
 // Version 1 MANIFESTs (from before commit records) are still read; their
 // edits count as committed.
+//
+// Version 3 is version 2 plus range-tombstone bounds. An edit is written in
+// version 3 exactly when it adds a table with such a bound, and every other
+// record in version 2. So a binary from before range deletions refuses, as
+// an unknown format version, exactly the MANIFEST records whose bounds it
+// would misread as inclusive.
 //
 // Varints are encoding/binary's unsigned LEB128. Lengths are checked against
 // the bytes remaining before anything is sliced.
@@ -45,10 +55,12 @@ import (
 	"github.com/shale-db/shale/internal/base"
 )
 
-// MANIFEST format versions. This code writes formatVersion and reads both.
+// MANIFEST format versions. This code writes formatVersion and
+// formatVersionRangeDels, and reads all three.
 const (
-	formatVersion1 = 1 // edits only, no commit records
-	formatVersion  = 2 // commit records after edits
+	formatVersion1         = 1 // edits only, no commit records
+	formatVersion          = 2 // commit records after edits
+	formatVersionRangeDels = 3 // table bounds may be of kind RANGEDEL
 )
 
 const (
@@ -85,8 +97,14 @@ type VersionEdit struct {
 
 // Encode appends the edit's encoding to dst.
 func (e *VersionEdit) Encode(dst []byte) []byte {
+	version := uint64(formatVersion)
+	for _, a := range e.Added {
+		if a.Meta.Smallest.Kind() == base.KindRangeDelete || a.Meta.Largest.Kind() == base.KindRangeDelete {
+			version = formatVersionRangeDels
+		}
+	}
 	dst = binary.AppendUvarint(dst, tagFormatVersion)
-	dst = binary.AppendUvarint(dst, formatVersion)
+	dst = binary.AppendUvarint(dst, version)
 	if e.NextFileNum != 0 {
 		dst = binary.AppendUvarint(dst, tagNextFileNum)
 		dst = binary.AppendUvarint(dst, e.NextFileNum)
@@ -191,7 +209,7 @@ func DecodeRecord(b []byte, file string) (Record, error) {
 			if err != nil {
 				return corrupt(err)
 			}
-			if v != formatVersion1 && v != formatVersion {
+			if v != formatVersion1 && v != formatVersion && v != formatVersionRangeDels {
 				return corrupt(fmt.Errorf("unknown MANIFEST format version %d", v))
 			}
 			version = int(v)
@@ -241,6 +259,11 @@ func DecodeRecord(b []byte, file string) (Record, error) {
 			}
 			if m.Largest, err = d.key(); err != nil {
 				return corrupt(err)
+			}
+			for _, k := range []base.InternalKey{m.Smallest, m.Largest} {
+				if k.Kind() > base.KindRangeDelete || k.Kind() == base.KindRangeDelete && version < formatVersionRangeDels {
+					return corrupt(fmt.Errorf("%w: file %06d bound %s of a kind format version %d does not have", errEdit, m.FileNum, k, version))
+				}
 			}
 			if base.Compare(m.Smallest, m.Largest) > 0 {
 				return corrupt(fmt.Errorf("%w: file %06d smallest key after largest", errEdit, m.FileNum))
@@ -292,7 +315,7 @@ func (v *Version) Apply(e *VersionEdit) (*Version, error) {
 		files := nv.Levels[level]
 		slices.SortFunc(files, func(a, b *FileMeta) int { return base.Compare(a.Smallest, b.Smallest) })
 		for i := 1; i < len(files); i++ {
-			if base.CompareUserKeys(files[i-1].Largest.UserKey, files[i].Smallest.UserKey) >= 0 {
+			if !files[i-1].EndsBefore(files[i].Smallest.UserKey) {
 				return nil, fmt.Errorf("L%d files %06d and %06d overlap", level, files[i-1].FileNum, files[i].FileNum)
 			}
 		}

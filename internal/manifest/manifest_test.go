@@ -3,6 +3,7 @@ package manifest
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/shale-db/shale/internal/base"
@@ -116,8 +117,51 @@ func TestDecodeCorrupt(t *testing.T) {
 	}
 }
 
+// TestRangeDelBounds checks tables whose bounds come from range tombstones:
+// an edit adding one is written in format version 3 (others stay in 2, so
+// that binaries from before range deletions read them), decodes back, and a
+// version 2 record with such a bound is corrupt. A largest key that is a
+// sentinel is exclusive: the next table of the level may start at its user
+// key.
+func TestRangeDelBounds(t *testing.T) {
+	a := file(2, "a", "c", 1, 2)
+	a.Largest = base.RangeDelSentinel([]byte("c"))
+	b := file(3, "c", "e", 3, 4)
+	plain := (&VersionEdit{Added: []NewFile{{1, b}}}).Encode(nil)
+	if r, err := DecodeRecord(plain, "M"); err != nil || r.Version != formatVersion {
+		t.Fatalf("edit without a tombstone bound: version %d, %v; want %d", r.Version, err, formatVersion)
+	}
+	enc := (&VersionEdit{Added: []NewFile{{1, a}, {1, b}}}).Encode(nil)
+	r, err := DecodeRecord(enc, "M")
+	if err != nil || r.Version != formatVersionRangeDels || !reflect.DeepEqual(r.Edit.Added[0].Meta, a) {
+		t.Fatalf("edit with a tombstone bound: version %d, %v", r.Version, err)
+	}
+	v, err := (&Version{}).Apply(r.Edit)
+	if err != nil {
+		t.Fatalf("tables [a,c) and [c,e] of one level: %v", err)
+	}
+	if f := v.FileForKey(1, []byte("c")); f == nil || f.FileNum != b.FileNum {
+		t.Fatalf("FileForKey(c) = %v, want %v", f, b)
+	}
+	if a.Overlaps([]byte("c"), []byte("d")) || !a.Overlaps([]byte("b"), []byte("c")) {
+		t.Fatal("an exclusive largest key counted as inclusive, or the range before it lost")
+	}
+	// The same bytes marked version 2 are refused.
+	old := slices.Clone(enc)
+	if old[1] != formatVersionRangeDels {
+		t.Fatalf("version byte %d", old[1])
+	}
+	old[1] = formatVersion
+	if _, err := DecodeRecord(old, "M"); !errors.Is(err, base.ErrCorruption) {
+		t.Fatalf("version 2 record with a RANGEDEL bound: %v", err)
+	}
+}
+
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add((&VersionEdit{NextFileNum: 3, LogNum: 2, Added: []NewFile{{1, file(2, "a", "b", 1, 2)}}}).Encode(nil))
+	withSentinel := file(4, "a", "b", 1, 2)
+	withSentinel.Largest = base.RangeDelSentinel([]byte("b"))
+	f.Add((&VersionEdit{Added: []NewFile{{1, withSentinel}}}).Encode(nil))
 	f.Add((&VersionEdit{Deleted: []DeletedFile{{6, 1}}}).Encode(nil))
 	f.Add(AppendCommit(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {

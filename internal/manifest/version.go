@@ -16,10 +16,14 @@ const NumLevels = 7
 
 // FileMeta describes one live SSTable.
 type FileMeta struct {
-	FileNum  uint64           // the table is NNNNNN.sst
-	Size     uint64           // bytes on disk
-	Smallest base.InternalKey // smallest internal key in the table
-	Largest  base.InternalKey // largest internal key in the table
+	FileNum uint64 // the table is NNNNNN.sst
+	Size    uint64 // bytes on disk
+	// Smallest and Largest bound the table's internal keys, its range
+	// tombstones included. A largest key that is a base.RangeDelSentinel
+	// is exclusive: the table holds nothing at its user key (see
+	// EndsBefore).
+	Smallest base.InternalKey
+	Largest  base.InternalKey
 	// SmallestSeq and LargestSeq bound the sequence numbers in the table.
 	// L0 files are ordered newest first by LargestSeq.
 	SmallestSeq, LargestSeq base.SeqNum
@@ -30,10 +34,17 @@ func (f *FileMeta) String() string {
 	return fmt.Sprintf("%06d:[%s-%s]", f.FileNum, f.Smallest, f.Largest)
 }
 
+// EndsBefore reports whether every user key of the file sorts before ukey:
+// its largest key is below ukey, or is ukey as an exclusive sentinel.
+func (f *FileMeta) EndsBefore(ukey []byte) bool {
+	c := base.CompareUserKeys(f.Largest.UserKey, ukey)
+	return c < 0 || c == 0 && f.Largest.IsExclusiveSentinel()
+}
+
 // Overlaps reports whether the file's user-key range meets [lo, hi]
 // (inclusive; nil means unbounded on that side).
 func (f *FileMeta) Overlaps(lo, hi []byte) bool {
-	if lo != nil && base.CompareUserKeys(f.Largest.UserKey, lo) < 0 {
+	if lo != nil && f.EndsBefore(lo) {
 		return false
 	}
 	if hi != nil && base.CompareUserKeys(f.Smallest.UserKey, hi) > 0 {
@@ -68,9 +79,7 @@ func (v *Version) Overlapping(level int, lo, hi []byte) []*FileMeta {
 // nil, by binary search over the level's sorted, disjoint files.
 func (v *Version) FileForKey(level int, ukey []byte) *FileMeta {
 	files := v.Levels[level]
-	i := sort.Search(len(files), func(i int) bool {
-		return base.CompareUserKeys(files[i].Largest.UserKey, ukey) >= 0
-	})
+	i := sort.Search(len(files), func(i int) bool { return !files[i].EndsBefore(ukey) })
 	if i < len(files) && base.CompareUserKeys(files[i].Smallest.UserKey, ukey) <= 0 {
 		return files[i]
 	}

@@ -34,6 +34,16 @@
 // each step took three misses, and BenchmarkGet and BenchmarkAdd/random took
 // two to two and a half times as long.
 //
+// # Range tombstones
+//
+// Range tombstones (Add with base.KindRangeDelete) are not skiplist nodes:
+// they are kept apart, in a list, and fragmented (rangedel.Fragment) when a
+// reader first asks for them after a change. Iterators yield point entries
+// only; Get applies the tombstones; RangeDels returns them for flushes and
+// the DB's iterators. A memtable rarely holds more than a few tombstones,
+// and re-fragmenting all of them at the first read after each new one is
+// cheap at that size.
+//
 // Size reports what the entries occupy: their key and value bytes plus each
 // node and its tower. It does not count the unused tail of the current slabs
 // (at most one slab of each kind, a few MiB at worst), so the heap held by a
@@ -45,10 +55,12 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/rangedel"
 )
 
 // lowLinks is how many levels of a node's tower live in the node itself.
@@ -122,6 +134,13 @@ type MemTable struct {
 	count    atomic.Int64
 	size     atomic.Int64
 
+	// tombstones are the range tombstones added, in the order added;
+	// fragmented caches their fragmentation, nil after a change until a
+	// reader asks (see RangeDels).
+	tombMu     sync.Mutex
+	tombstones []rangedel.Tombstone
+	fragmented atomic.Pointer[rangedel.Spans]
+
 	// Used only by the writer.
 	rng   rand.PCG // picks tower heights; seeded the same in every memtable so runs repeat
 	bytes slab[byte]
@@ -140,7 +159,14 @@ func New() *MemTable {
 // Add inserts an entry for ukey written at seq with kind, copying ukey and
 // value. The same (ukey, seq, kind) must not be added twice. Add never
 // fails: the caller rotates to a new memtable once Size is large enough.
+//
+// With kind base.KindRangeDelete, Add records a range tombstone deleting
+// [ukey, value), which must not be empty.
 func (m *MemTable) Add(seq base.SeqNum, kind base.Kind, ukey, value []byte) {
+	if kind == base.KindRangeDelete {
+		m.addRangeDel(seq, ukey, value)
+		return
+	}
 	trailer := base.MakeTrailer(seq, kind)
 	listHeight := int(m.height.Load())
 	var prev [maxHeight]*node
@@ -168,6 +194,35 @@ func (m *MemTable) Add(seq base.SeqNum, kind base.Kind, ukey, value []byte) {
 	}
 	m.count.Add(1)
 	m.size.Add(int64(len(kv) + nodeOverhead + len(n.high)*linkSize))
+}
+
+func (m *MemTable) addRangeDel(seq base.SeqNum, start, end []byte) {
+	kv := m.bytes.alloc(len(start) + len(end))
+	copy(kv, start)
+	copy(kv[len(start):], end)
+	t := rangedel.Tombstone{Start: kv[:len(start):len(start)], End: kv[len(start):], Seq: seq}
+	m.tombMu.Lock()
+	m.tombstones = append(m.tombstones, t)
+	m.fragmented.Store(nil)
+	m.tombMu.Unlock()
+	m.count.Add(1)
+	m.size.Add(int64(len(kv) + int(unsafe.Sizeof(t))))
+}
+
+// RangeDels returns the range tombstones added so far, fragmented. The
+// caller must not modify them.
+func (m *MemTable) RangeDels() rangedel.Spans {
+	if p := m.fragmented.Load(); p != nil {
+		return *p
+	}
+	m.tombMu.Lock()
+	defer m.tombMu.Unlock()
+	if p := m.fragmented.Load(); p != nil {
+		return *p
+	}
+	s := rangedel.Fragment(m.tombstones)
+	m.fragmented.Store(&s)
+	return s
 }
 
 // randomHeight returns 1 with probability 3/4, 2 with probability 3/16, and
@@ -214,19 +269,25 @@ func (m *MemTable) findLast() *node {
 
 // Get returns the newest entry for ukey with a sequence number <= seq: its
 // value and kind, and ok true; ok is false when there is none. A KindDelete
-// entry is returned like any other; the caller decides what it means. The
-// value aliases the memtable's memory, which never changes once written; the
-// caller must not modify it.
+// entry is returned like any other; the caller decides what it means. When
+// a range tombstone the read sees deletes that entry (or there is no entry
+// and a tombstone covers ukey), Get returns kind base.KindRangeDelete, no
+// value, and ok true. The value aliases the memtable's memory, which never
+// changes once written; the caller must not modify it.
 func (m *MemTable) Get(ukey []byte, seq base.SeqNum) (value []byte, kind base.Kind, ok bool) {
+	cover := m.RangeDels().CoverSeq(ukey, seq)
 	trailer := base.MakeTrailer(min(seq, base.MaxSeqNum), base.KindMax)
 	_, n := m.find(ukey, trailer, nil)
-	if n == nil || !bytes.Equal(n.key(), ukey) {
-		return nil, 0, false
+	if n != nil && bytes.Equal(n.key(), ukey) && base.SeqNum(n.trailer>>8) > cover {
+		return n.value(), base.Kind(n.trailer & 0xff), true
 	}
-	return n.value(), base.Kind(n.trailer & 0xff), true
+	if cover > 0 {
+		return nil, base.KindRangeDelete, true
+	}
+	return nil, 0, false
 }
 
-// Len returns the number of entries.
+// Len returns the number of entries, range tombstones included.
 func (m *MemTable) Len() int { return int(m.count.Load()) }
 
 // Empty reports whether the memtable has no entries.

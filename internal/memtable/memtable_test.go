@@ -16,6 +16,7 @@ import (
 //
 //	reset              start over with an empty memtable
 //	add                add one entry per input line, as ukey#seq,KIND=value
+//	                   (a range tombstone: start#seq,RANGEDEL=end)
 //	get seq=N          look up each input line's user key at seq N
 //	scan [reverse]     list every entry, First..Next or Last..Prev
 //	iter               run one iterator through the input lines' operations:
@@ -135,6 +136,8 @@ func parseEntry(s string) (base.InternalKey, []byte, error) {
 		kind = base.KindSet
 	case "DEL":
 		kind = base.KindDelete
+	case "RANGEDEL":
+		kind = base.KindRangeDelete
 	default:
 		return base.InternalKey{}, nil, fmt.Errorf("unknown kind %q", kindStr)
 	}

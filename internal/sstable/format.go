@@ -10,8 +10,15 @@ import (
 
 // The constants of the format described in writer.go.
 const (
-	// FormatVersion is the version this package writes and reads.
-	FormatVersion = 1
+	// FormatVersion is the newest version this package writes; it reads
+	// it and every older one. A table is written in version 1 unless it
+	// holds range tombstones: then in version 2, which a reader from before
+	// range deletions refuses ("unknown format version 2") rather than
+	// read the table without its tombstones.
+	FormatVersion = 2
+	// formatVersionNoRangeDels is version 1, which has no range-deletion
+	// block.
+	formatVersionNoRangeDels = 1
 
 	blockTrailerLen = 5 // type byte + checksum
 	blockTypeRaw    = 0
@@ -69,12 +76,13 @@ func checksum32(b []byte) uint32 { return uint32(xxhash.Sum64(b)) }
 // footer is the decoded fixed-size tail of a table.
 type footer struct {
 	metaindex, index blockHandle
+	version          uint32
 }
 
 func (f footer) encode() []byte {
 	b := make([]byte, footerLen)
 	f.index.append(f.metaindex.append(b[:0]))
-	binary.LittleEndian.PutUint32(b[footerVersionAt:], FormatVersion)
+	binary.LittleEndian.PutUint32(b[footerVersionAt:], f.version)
 	binary.LittleEndian.PutUint32(b[footerVersionAt+4:], checksum32(b[:footerVersionAt+4]))
 	binary.LittleEndian.PutUint64(b[footerMagicAt:], tableMagic)
 	return b
@@ -89,10 +97,11 @@ func decodeFooter(file string, off int64, b []byte) (footer, error) {
 	if got, want := checksum32(b[:footerVersionAt+4]), binary.LittleEndian.Uint32(b[footerVersionAt+4:]); got != want {
 		return footer{}, base.CorruptionErrorf(file, off, "footer checksum mismatch (%#x, want %#x)", got, want)
 	}
-	if v := binary.LittleEndian.Uint32(b[footerVersionAt:]); v != FormatVersion {
+	v := binary.LittleEndian.Uint32(b[footerVersionAt:])
+	if v != formatVersionNoRangeDels && v != FormatVersion {
 		return footer{}, base.CorruptionErrorf(file, off, "unknown format version %d", v)
 	}
-	var f footer
+	f := footer{version: v}
 	var n1, n2 int
 	f.metaindex, n1 = decodeHandle(b[:maxHandleLen])
 	if n1 > 0 {

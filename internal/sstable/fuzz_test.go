@@ -7,6 +7,7 @@ import (
 
 	"github.com/shale-db/shale/bloom"
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/rangedel"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -25,7 +26,7 @@ func FuzzBlock(f *testing.F) {
 	}
 	f.Add((&blockWriter{restartInterval: 1}).finish())
 	f.Add((&Properties{NumEntries: 3, Smallest: base.MakeInternalKey([]byte("a"), 1, base.KindSet), FilterPolicy: "x"}).encode())
-	f.Add(footer{metaindex: blockHandle{100, 20}, index: blockHandle{5, 90}}.encode())
+	f.Add(footer{metaindex: blockHandle{100, 20}, index: blockHandle{5, 90}, version: FormatVersion}.encode())
 	f.Add([]byte{})
 	f.Add([]byte{1, 0, 0, 0})
 
@@ -95,6 +96,15 @@ func FuzzOpen(f *testing.F) {
 		file.ReadAt(b, 0)
 		f.Add(b)
 	}
+	// A version 2 table: entries and range tombstones.
+	fs := vfs.NewMem()
+	writeWithRangeDels(f, fs, "t", randomEntries(rng, 5), rangedel.Fragment([]rangedel.Tombstone{
+		{Start: []byte("key0003"), End: []byte("key0010"), Seq: 3}, {Start: []byte("key0005"), End: []byte("key0020"), Seq: 7}}))
+	file, _ := fs.Open("t")
+	size, _ := file.Size()
+	b := make([]byte, size)
+	file.ReadAt(b, 0)
+	f.Add(b)
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fs := vfs.NewMem()

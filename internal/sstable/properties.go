@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/rangedel"
 )
 
 // Properties describe a table; the Writer computes them and stores them in
@@ -16,8 +17,14 @@ type Properties struct {
 	NumEntries   uint64 // entries, deletions included
 	NumDeletions uint64 // entries of kind KindDelete
 	NumUserKeys  uint64 // distinct user keys: the keys the filter holds
-	// Smallest and Largest are the first and last keys; zero when the table
-	// is empty.
+	// NumRangeDels counts the range tombstones: the (fragment, seqnum)
+	// pairs of the range-deletion block.
+	NumRangeDels uint64
+	// Smallest and Largest bound the table's keys, its range tombstones
+	// included: the first and last entries, or a tombstone's start (with
+	// its seqnum and KindRangeDelete) and base.RangeDelSentinel of a
+	// tombstone's end when those lie further out. Zero when the table is
+	// empty.
 	Smallest, Largest       base.InternalKey
 	SmallestSeq, LargestSeq base.SeqNum
 	RawKeySize              uint64 // sum of the encoded internal key lengths
@@ -46,7 +53,10 @@ func (p *Properties) FilterBitsPerKey() float64 {
 func (p *Properties) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "entries: %d (%d deletions, %d user keys)\n", p.NumEntries, p.NumDeletions, p.NumUserKeys)
-	if p.NumEntries > 0 {
+	if p.NumRangeDels > 0 {
+		fmt.Fprintf(&b, "range tombstones: %d\n", p.NumRangeDels)
+	}
+	if !p.empty() {
 		fmt.Fprintf(&b, "keys: %s - %s\n", p.Smallest, p.Largest)
 		fmt.Fprintf(&b, "seqnums: %d - %d\n", p.SmallestSeq, p.LargestSeq)
 	}
@@ -64,6 +74,37 @@ func (p *Properties) String() string {
 	return b.String()
 }
 
+// addRangeDelBounds accounts for a table's range tombstones: their count,
+// their seqnums, the bounds they extend (see the format) and the format
+// version they need. The properties hold the point entries already.
+func (p *Properties) addRangeDelBounds(s rangedel.Spans) {
+	if len(s) == 0 {
+		return
+	}
+	wasEmpty := p.NumEntries == 0
+	p.FormatVersion = FormatVersion
+	p.NumRangeDels = uint64(s.Count())
+	lo, hi := s.SeqRange()
+	first, last := s[0], s[len(s)-1]
+	start := base.MakeInternalKey(first.Start, first.Seqs[0], base.KindRangeDelete)
+	end := base.RangeDelSentinel(last.End)
+	if wasEmpty {
+		p.Smallest, p.Largest = start.Clone(), end.Clone()
+		p.SmallestSeq, p.LargestSeq = lo, hi
+		return
+	}
+	if base.Compare(start, p.Smallest) < 0 {
+		p.Smallest = start.Clone()
+	}
+	if base.Compare(end, p.Largest) > 0 {
+		p.Largest = end.Clone()
+	}
+	p.SmallestSeq, p.LargestSeq = min(p.SmallestSeq, lo), max(p.LargestSeq, hi)
+}
+
+// empty reports whether the table holds neither an entry nor a tombstone.
+func (p *Properties) empty() bool { return p.NumEntries == 0 && p.NumRangeDels == 0 }
+
 // numbers names p's numeric properties.
 func (p *Properties) numbers() map[string]*uint64 {
 	return map[string]*uint64{
@@ -74,6 +115,7 @@ func (p *Properties) numbers() map[string]*uint64 {
 		"num-data-blocks": &p.NumDataBlocks,
 		"num-deletions":   &p.NumDeletions,
 		"num-entries":     &p.NumEntries,
+		"num-range-dels":  &p.NumRangeDels,
 		"num-user-keys":   &p.NumUserKeys,
 		"raw-key-size":    &p.RawKeySize,
 		"raw-value-size":  &p.RawValueSize,
@@ -89,13 +131,17 @@ func (p *Properties) encode() []byte {
 	for name, v := range p.numbers() {
 		props[name] = binary.AppendUvarint(nil, *v)
 	}
+	if p.NumRangeDels == 0 {
+		// A version 1 table is written as before range deletions.
+		delete(props, "num-range-dels")
+	}
 	if p.FilterPolicy != "" {
 		props["filter-policy"] = []byte(p.FilterPolicy)
 	}
 	if p.FilterError != "" {
 		props["filter-error"] = []byte(p.FilterError)
 	}
-	if p.NumEntries > 0 {
+	if !p.empty() {
 		props["smallest"] = p.Smallest.Append(nil)
 		props["largest"] = p.Largest.Append(nil)
 	}

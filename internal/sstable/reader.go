@@ -8,6 +8,7 @@ import (
 
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/cache"
+	"github.com/shale-db/shale/internal/rangedel"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -65,6 +66,12 @@ type GetTrace struct {
 	BlocksFromDisk, BlocksFromCache int
 	// BlockOffsets are the offsets of those blocks, in the order visited.
 	BlockOffsets []uint64
+	// RangeDel is the table's range tombstone fragment that holds the key
+	// and that the read sees, if any; RangeDelSeq is the newest seqnum of
+	// it the read sees. A version of the key older than RangeDelSeq is
+	// deleted.
+	RangeDel    *rangedel.Span
+	RangeDelSeq base.SeqNum
 }
 
 // String describes the trace on one line, e.g.
@@ -90,6 +97,9 @@ func (t *GetTrace) String() string {
 	if len(t.BlockOffsets) > 0 {
 		s += fmt.Sprintf(" (offsets %s)", strings.Trim(fmt.Sprint(t.BlockOffsets), "[]"))
 	}
+	if t.RangeDel != nil {
+		s += fmt.Sprintf("; range tombstone %s covers the key at seqnum %d", t.RangeDel, t.RangeDelSeq)
+	}
 	return s
 }
 
@@ -109,6 +119,7 @@ type Reader struct {
 	filter      base.Filter // nil: no filter, or one of an unknown policy
 	filterSize  int
 	props       *Properties
+	rangeDels   rangedel.Spans // the range tombstones, fragmented
 }
 
 // Open reads a table's footer, metaindex, index, properties and filter
@@ -153,7 +164,7 @@ func (r *Reader) open() error {
 	if err := it.init(r.name, int64(ft.metaindex.offset), meta); err != nil {
 		return err
 	}
-	var propsHandle, filterHandle *blockHandle
+	var propsHandle, filterHandle, rangeDelHandle *blockHandle
 	var filterPolicy base.FilterPolicy
 	for valid := it.First(); valid; valid = it.Next() {
 		h, n := decodeHandle(it.val)
@@ -163,6 +174,8 @@ func (r *Reader) open() error {
 		name := string(it.key)
 		if name == propertiesName {
 			propsHandle = &h
+		} else if name == rangeDelName {
+			rangeDelHandle = &h
 		} else if policyName, ok := strings.CutPrefix(name, "filter."); ok {
 			for _, p := range r.opts.Filters {
 				if p.Name() == policyName {
@@ -185,8 +198,23 @@ func (r *Reader) open() error {
 	if r.props, err = decodeProperties(r.name, int64(propsHandle.offset), data); err != nil {
 		return err
 	}
-	if r.props.FormatVersion != FormatVersion {
-		return base.CorruptionErrorf(r.name, int64(propsHandle.offset), "properties say format version %d, footer %d", r.props.FormatVersion, FormatVersion)
+	if r.props.FormatVersion != ft.version {
+		return base.CorruptionErrorf(r.name, int64(propsHandle.offset), "properties say format version %d, footer %d", r.props.FormatVersion, ft.version)
+	}
+	if (rangeDelHandle != nil) != (ft.version == FormatVersion) {
+		return base.CorruptionErrorf(r.name, int64(ft.metaindex.offset), "format version %d table with range-deletion block: %v", ft.version, rangeDelHandle != nil)
+	}
+	if rangeDelHandle != nil {
+		data, err := r.readBlock(*rangeDelHandle)
+		if err != nil {
+			return err
+		}
+		if r.rangeDels, err = rangedel.Decode(data); err != nil {
+			return base.CorruptionErrorf(r.name, int64(rangeDelHandle.offset), "%v", err)
+		}
+		if n := uint64(r.rangeDels.Count()); n != r.props.NumRangeDels {
+			return base.CorruptionErrorf(r.name, int64(rangeDelHandle.offset), "%d range tombstones, the properties say %d", n, r.props.NumRangeDels)
+		}
 	}
 
 	if r.index, err = r.readBlock(ft.index); err != nil {
@@ -265,10 +293,23 @@ func (r *Reader) dataBlock(h blockHandle, trace *GetTrace) ([]byte, error) {
 // data block holding the newest version of ukey, and later blocks are read
 // only when versions newer than seq fill the rest of that block.
 //
+// The table's range tombstones, in memory, apply whatever the filter or the
+// row cache says: when one that the read sees covers ukey and is newer than
+// the entry found (or there is none), Get returns found true with kind
+// base.KindRangeDelete. So the answer is the table's alone, complete for
+// the table; tombstones of newer tables are the caller's to apply, before
+// it asks this older table.
+//
 // value aliases memory that nobody modifies (a cached block or row, or a
 // block read for this call alone); it stays valid, and the caller must not
 // modify it. trace, when not nil, records the lookup.
 func (r *Reader) Get(ukey []byte, seq base.SeqNum, trace *GetTrace) (value []byte, kind base.Kind, found bool, err error) {
+	var cover base.SeqNum
+	if i := r.rangeDels.Find(ukey); i >= 0 {
+		if cover = r.rangeDels[i].CoverSeq(seq); cover > 0 && trace != nil {
+			trace.RangeDel, trace.RangeDelSeq = &r.rangeDels[i], cover
+		}
+	}
 	if r.filter != nil {
 		r.stats.FilterChecks.Add(1)
 		may := r.filter.MayContain(base.FilterHash(ukey))
@@ -277,12 +318,13 @@ func (r *Reader) Get(ukey []byte, seq base.SeqNum, trace *GetTrace) (value []byt
 		}
 		if !may {
 			r.stats.FilterSkips.Add(1)
-			return nil, 0, false, nil
+			return rangeDeleted(cover)
 		}
 	}
 	// Every entry of the table is visible at seq, so the answer is the same
 	// for every such read and may be cached (see RowCache).
-	if rc := r.opts.RowCache; rc != nil && seq >= r.props.LargestSeq {
+	rc := r.opts.RowCache
+	if rc != nil && seq >= r.props.LargestSeq {
 		if trace != nil {
 			trace.RowCacheChecked = true
 		}
@@ -290,43 +332,64 @@ func (r *Reader) Get(ukey []byte, seq base.SeqNum, trace *GetTrace) (value []byt
 			if trace != nil {
 				trace.RowCacheHit = true
 			}
-			if !cached.found {
+			if !cached.held {
 				r.countFalsePositive(trace)
 			}
 			return cached.value, cached.kind, cached.found, nil
 		}
-		value, kind, found, err = r.find(ukey, seq, trace)
-		if err == nil {
-			rc.Set(r.opts.FileNum, string(ukey), row{value: append([]byte(nil), value...), kind: kind, found: found})
-		}
-		return value, kind, found, err
+	} else {
+		rc = nil
 	}
-	return r.find(ukey, seq, trace)
+	value, kind, found, held, err := r.find(ukey, seq, cover, trace)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	if !held {
+		r.countFalsePositive(trace)
+	}
+	if rc != nil {
+		rc.Set(r.opts.FileNum, string(ukey), row{value: append([]byte(nil), value...), kind: kind, found: found, held: held})
+	}
+	return value, kind, found, nil
 }
 
-// find is Get after the filter: it reads the table's blocks.
-func (r *Reader) find(ukey []byte, seq base.SeqNum, trace *GetTrace) (value []byte, kind base.Kind, found bool, err error) {
+// find reads the blocks that hold ukey's versions: the newest one visible
+// at seq and newer than cover (the seqnum of the table's newest tombstone
+// covering ukey, 0 for none), or a range deletion if cover hides them all,
+// or nothing. held reports whether the table holds any version of ukey,
+// which a filter's "maybe" then was not a false positive for.
+func (r *Reader) find(ukey []byte, seq, cover base.SeqNum, trace *GetTrace) (value []byte, kind base.Kind, found, held bool, err error) {
 	// The block the index names holds the newest version of ukey if the
 	// table holds any: when that block has no entry >= the search key, its
 	// separator is a shortened user key below every key of the next block
 	// (see the format), so ukey is absent and the next block is not read.
 	it := tableIter{r: r, trace: trace}
 	it.seekBlock(base.MakeSearchKey(ukey, base.MaxSeqNum))
-	held := false // the table holds some version of ukey
 	for ok := it.settle(); ok; ok = it.Next() {
 		if !bytes.Equal(it.key.UserKey, ukey) {
 			break
 		}
 		held = true
 		if it.key.Visible(seq) {
-			return it.Value(), it.key.Kind(), true, nil
+			if it.key.SeqNum() < cover {
+				break
+			}
+			return it.Value(), it.key.Kind(), true, true, nil
 		}
 	}
 	if it.err != nil {
-		return nil, 0, false, it.err
+		return nil, 0, false, held, it.err
 	}
-	if !held {
-		r.countFalsePositive(trace)
+	value, kind, found, _ = rangeDeleted(cover)
+	return value, kind, found, held, nil
+}
+
+// rangeDeleted is Get's answer when the table holds no entry for the key
+// that the read sees and that is newer than cover, the seqnum of the
+// table's newest tombstone covering it (0: none).
+func rangeDeleted(cover base.SeqNum) ([]byte, base.Kind, bool, error) {
+	if cover > 0 {
+		return nil, base.KindRangeDelete, true, nil
 	}
 	return nil, 0, false, nil
 }
@@ -352,6 +415,10 @@ func (r *Reader) NewIter() base.InternalIterator { return r.NewIterBounds(nil, n
 func (r *Reader) NewIterBounds(lower, upper []byte) base.InternalIterator {
 	return &tableIter{r: r, lower: lower, upper: upper}
 }
+
+// RangeDels returns the table's range tombstones, fragmented and within the
+// table's bounds. The caller must not modify them.
+func (r *Reader) RangeDels() rangedel.Spans { return r.rangeDels }
 
 // Properties returns the table's properties. The caller must not modify
 // them.

@@ -27,6 +27,7 @@ type row struct {
 	value []byte
 	kind  base.Kind
 	found bool
+	held  bool // the table holds some version of the key (see Reader.find)
 }
 
 // rowOverhead is what a cached row costs besides its key and value bytes:

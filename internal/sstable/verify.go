@@ -94,11 +94,15 @@ func (r *Reader) Verify(keep func(key base.InternalKey, value []byte)) (problems
 		return problems, nil // the comparisons below would only repeat them
 	}
 	p := r.props
+	// The bounds the entries and tombstones give, computed as the writer
+	// does.
+	want := Properties{NumEntries: entries, Smallest: first, Largest: prev}
+	want.addRangeDelBounds(r.rangeDels)
 	switch {
 	case entries != p.NumEntries:
 		corrupt(uint64(r.indexOffset), "the data blocks hold %d entries, the properties say %d", entries, p.NumEntries)
-	case entries > 0 && (base.Compare(first, p.Smallest) != 0 || base.Compare(prev, p.Largest) != 0):
-		corrupt(uint64(r.indexOffset), "the keys run from %s to %s, the properties say %s to %s", first, prev, p.Smallest, p.Largest)
+	case !want.empty() && (base.Compare(want.Smallest, p.Smallest) != 0 || base.Compare(want.Largest, p.Largest) != 0):
+		corrupt(uint64(r.indexOffset), "the keys and range tombstones run from %s to %s, the properties say %s to %s", want.Smallest, want.Largest, p.Smallest, p.Largest)
 	}
 	return problems, nil
 }

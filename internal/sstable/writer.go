@@ -3,7 +3,7 @@
 // optionally snappy-compressed blocks, with an index of the blocks and a
 // filter of the user keys that a reader keeps in memory.
 //
-// # File format (version 1)
+// # File format (versions 1 and 2)
 //
 // A table is a sequence of blocks followed by a fixed-size footer:
 //
@@ -11,8 +11,15 @@
 //	[filter block]      only when written with a FilterPolicy
 //	[index block]
 //	[properties block]
+//	[range-del block]   version 2 only
 //	[metaindex block]
 //	[footer]            56 bytes
+//
+// Version 2 is version 1 plus the range-deletion block, and a table is
+// written in version 2 exactly when it holds range tombstones; a table
+// without them is still written in version 1, which binaries from before
+// range deletions read. Those binaries refuse a version 2 table by its
+// footer rather than read it without its tombstones.
 //
 // Integers are little-endian; a uvarint is encoding/binary's unsigned
 // varint (1 to 10 bytes).
@@ -77,6 +84,21 @@
 // filter that no seed peels), the table has no filter block and no
 // filter-policy property, and filter-error says why.
 //
+// The range-deletion block holds the table's range tombstones, fragmented
+// (they do not overlap one another), in the encoding that
+// internal/rangedel/format.go describes byte by byte, stored like a data
+// block (compressed as the data blocks are). A reader decodes it at open
+// and keeps the tombstones in memory next to the index and filter. The
+// tombstones of a table lie within its bounds: a compaction truncates them
+// where it cuts its output into tables. The table's smallest and largest
+// keys (properties smallest and largest) cover its tombstones: a tombstone
+// [s, e) at seqnum t extends them to at least s#t,RANGEDEL and to
+// e#MaxSeqNum,RANGEDEL, a sentinel key that sorts before every entry for e
+// and says that the table's range ends just before e. Tombstones never
+// appear in data blocks, and the filter holds point keys only: a filter's
+// "definitely not" for a key does not say that no tombstone of the table
+// covers it.
+//
 // The properties block maps names to values, sorted by name, restart
 // interval 16 (readers scan it whole): numbers are uvarints, keys are encoded internal keys, strings are
 // their bytes. The names and meanings are those of the Properties fields:
@@ -87,11 +109,13 @@
 //	filter-size       uvarint  Properties.FilterSize
 //	format-version    uvarint  Properties.FormatVersion, = the footer's
 //	index-size        uvarint  Properties.IndexSize
-//	largest           ikey     Properties.Largest (absent when empty)
+//	largest           ikey     Properties.Largest (absent when empty, with
+//	                           neither entries nor tombstones; so smallest)
 //	largest-seq       uvarint  Properties.LargestSeq
 //	num-data-blocks   uvarint  Properties.NumDataBlocks
 //	num-deletions     uvarint  Properties.NumDeletions
 //	num-entries       uvarint  Properties.NumEntries
+//	num-range-dels    uvarint  Properties.NumRangeDels (version 2)
 //	num-user-keys     uvarint  Properties.NumUserKeys
 //	raw-key-size      uvarint  Properties.RawKeySize
 //	raw-value-size    uvarint  Properties.RawValueSize
@@ -103,12 +127,13 @@
 //
 // The metaindex block maps names to block handles, restart interval 16:
 // "filter.<policy name>" (e.g. "filter.shale.bloom.v1") for the filter
-// block when there is one, and "properties".
+// block when there is one, "properties", and "rangedel" for the
+// range-deletion block in version 2 (and only there).
 //
 // The footer, the last 56 bytes of the file:
 //
 //	bytes  0-39   metaindex handle, then index handle, then zero padding
-//	bytes 40-43   format version, uint32 = 1
+//	bytes 40-43   format version, uint32: 1 or 2
 //	bytes 44-47   checksum, uint32: low 32 bits of xxhash64(bytes 0-43)
 //	bytes 48-55   magic, uint64 0x747373656c616873 (the bytes "shalesst")
 //
@@ -126,6 +151,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/golang/snappy"
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/rangedel"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -167,6 +193,8 @@ type Writer struct {
 	filter  base.FilterWriter
 	props   Properties
 	lastKey base.InternalKey // owned copy of the last key added
+	// rangeDels are the table's range tombstones (SetRangeDels).
+	rangeDels rangedel.Spans
 	// pending is the handle of a flushed data block whose index entry waits
 	// for the next key, from which its separator is made.
 	pending    *blockHandle
@@ -200,7 +228,7 @@ func NewWriter(f vfs.File, opts WriterOptions) *Writer {
 		index:  blockWriter{restartInterval: 1},
 		digest: xxhash.New(),
 	}
-	w.props.FormatVersion = FormatVersion
+	w.props.FormatVersion = formatVersionNoRangeDels
 	if opts.FilterPolicy != nil {
 		w.filter = opts.FilterPolicy.NewWriter()
 		w.props.FilterPolicy = opts.FilterPolicy.Name()
@@ -263,6 +291,14 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 		return w.flushData()
 	}
 	return nil
+}
+
+// SetRangeDels gives the table its range tombstones, fragmented; they
+// replace any set before. The writer keeps s (not a copy) until Close.
+// Tombstones make the table version 2 and extend its bounds (see the
+// format).
+func (w *Writer) SetRangeDels(s rangedel.Spans) {
+	w.rangeDels = s
 }
 
 // EstimatedSize is roughly the size the file would have if closed now: the
@@ -362,6 +398,7 @@ func (w *Writer) finish() error {
 	if w.props.NumEntries > 0 {
 		w.props.Largest = w.lastKey.Clone()
 	}
+	w.props.addRangeDelBounds(w.rangeDels)
 	w.props.DataSize = w.offset
 
 	meta := blockWriter{restartInterval: 16}
@@ -382,11 +419,18 @@ func (w *Writer) finish() error {
 		return err
 	}
 	meta.add([]byte(propertiesName), h.append(nil))
+	if len(w.rangeDels) > 0 {
+		h, err := w.writeBlock(w.rangeDels.Encode(nil), w.opts.Compression)
+		if err != nil {
+			return err
+		}
+		meta.add([]byte(rangeDelName), h.append(nil))
+	}
 	metaHandle, err := w.writeBlock(meta.finish(), w.opts.Compression)
 	if err != nil {
 		return err
 	}
-	if _, err := w.w.Write(footer{metaindex: metaHandle, index: indexHandle}.encode()); err != nil {
+	if _, err := w.w.Write(footer{metaindex: metaHandle, index: indexHandle, version: w.props.FormatVersion}.encode()); err != nil {
 		return err
 	}
 	if err := w.w.Flush(); err != nil {
@@ -424,7 +468,11 @@ func (w *Writer) Abort() {
 	w.f.Close()
 }
 
-const propertiesName = "properties"
+// Names in the metaindex.
+const (
+	propertiesName = "properties"
+	rangeDelName   = "rangedel"
+)
 
 // separator appends to dst an encoded internal key k with a <= k < b, short
 // when the user keys allow it (see the format description).
