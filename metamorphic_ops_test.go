@@ -38,11 +38,20 @@ type metaTarget interface {
 	crash() error
 }
 
-// metaMutation is one put or delete.
+// metaMutation is one put, delete or range deletion.
 type metaMutation struct {
-	del        bool
-	key, value string
+	kind       mutationKind
+	key, value string // value: a put's
+	end        string // a range deletion's: it deletes [key, end)
 }
+
+type mutationKind int
+
+const (
+	mutPut mutationKind = iota
+	mutDelete
+	mutDeleteRange
+)
 
 // metaWrite is one acknowledged unit of writing: a single Put or Delete
 // (batch false, one mutation), or a Batch, possibly empty, applied
@@ -74,23 +83,27 @@ func (o writeOp) run(t metaTarget) string { return errResult(t.write(o.w)) }
 
 func (o writeOp) String() string {
 	if !o.w.batch {
-		m := o.w.muts[0]
-		if m.del {
-			return fmt.Sprintf("db.Delete(%q)", m.key)
-		}
-		return fmt.Sprintf("db.Put(%q, %q)", m.key, m.value)
+		return "db" + o.w.muts[0].String()
 	}
 	var b strings.Builder
 	b.WriteString("db.Apply(batch")
 	for _, m := range o.w.muts {
-		if m.del {
-			fmt.Fprintf(&b, ".Delete(%q)", m.key)
-		} else {
-			fmt.Fprintf(&b, ".Put(%q, %q)", m.key, m.value)
-		}
+		b.WriteString(m.String())
 	}
 	b.WriteString(")")
 	return b.String()
+}
+
+// String is the mutation as the method call that makes it, after the
+// receiver: `.Put("a", "1")`.
+func (m metaMutation) String() string {
+	switch m.kind {
+	case mutDelete:
+		return fmt.Sprintf(".Delete(%q)", m.key)
+	case mutDeleteRange:
+		return fmt.Sprintf(".DeleteRange(%q, %q)", m.key, m.end)
+	}
+	return fmt.Sprintf(".Put(%q, %q)", m.key, m.value)
 }
 
 type getOp struct {
@@ -244,6 +257,7 @@ func generateMetaOps(seed uint64, n int) []metaOp {
 	kinds := []kind{
 		{200, g.put},
 		{60, g.delete},
+		{15, g.deleteRange},
 		{80, g.batch},
 		{150, func() { g.add(getOp{snap: -1, key: g.key()}) }},
 		{15, g.newSnapshot},
@@ -348,10 +362,27 @@ func (g *metaGenerator) value(pos int) string {
 }
 
 func (g *metaGenerator) mutation(pos int) metaMutation {
-	if g.rng.IntN(4) == 0 {
-		return metaMutation{del: true, key: g.key()}
+	switch g.rng.IntN(12) {
+	case 0, 1:
+		return metaMutation{kind: mutDelete, key: g.key()}
+	case 2:
+		return g.deleteRangeMutation()
 	}
 	return metaMutation{key: g.key(), value: g.value(pos)}
+}
+
+// deleteRangeMutation deletes [start, end) between keys of the set or
+// beyond them; now and then the range is empty (start >= end), a no-op.
+func (g *metaGenerator) deleteRangeMutation() metaMutation {
+	start, end := g.seekKey(), g.seekKey()
+	if start > end && g.rng.IntN(10) != 0 {
+		start, end = end, start
+	}
+	return metaMutation{kind: mutDeleteRange, key: start, end: end}
+}
+
+func (g *metaGenerator) deleteRange() {
+	g.add(writeOp{metaWrite{muts: []metaMutation{g.deleteRangeMutation()}}})
 }
 
 func (g *metaGenerator) put() {
@@ -359,7 +390,7 @@ func (g *metaGenerator) put() {
 }
 
 func (g *metaGenerator) delete() {
-	g.add(writeOp{metaWrite{muts: []metaMutation{{del: true, key: g.key()}}}})
+	g.add(writeOp{metaWrite{muts: []metaMutation{{kind: mutDelete, key: g.key()}}}})
 }
 
 // batch writes a batch of 1 to 8 puts and deletes, or now and then an
@@ -475,9 +506,16 @@ type metaState map[string]string
 
 func (s metaState) apply(w metaWrite) {
 	for _, m := range w.muts {
-		if m.del {
+		switch m.kind {
+		case mutDelete:
 			delete(s, m.key)
-		} else {
+		case mutDeleteRange:
+			for k := range s {
+				if m.key <= k && k < m.end {
+					delete(s, k)
+				}
+			}
+		default:
 			s[m.key] = m.value
 		}
 	}

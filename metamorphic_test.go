@@ -313,7 +313,7 @@ func TestMetamorphicKeptPrefix(t *testing.T) {
 	durable := metaState{"a": "1"}
 	since := []metaWrite{
 		{muts: []metaMutation{put("b", "2")}},
-		{batch: true, muts: []metaMutation{put("c", "3"), {del: true, key: "a"}}},
+		{batch: true, muts: []metaMutation{put("c", "3"), {kind: mutDelete, key: "a"}}},
 		{muts: []metaMutation{put("b", "4")}},
 	}
 	for _, tc := range []struct {
@@ -406,17 +406,23 @@ func (d *dbTarget) write(w metaWrite) error {
 // apply makes w's calls on the DB.
 func (d *dbTarget) apply(w metaWrite) error {
 	if !w.batch {
-		m := w.muts[0]
-		if m.del {
+		switch m := w.muts[0]; m.kind {
+		case mutDelete:
 			return d.db.Delete([]byte(m.key))
+		case mutDeleteRange:
+			return d.db.DeleteRange([]byte(m.key), []byte(m.end))
+		default:
+			return d.db.Put([]byte(m.key), []byte(m.value))
 		}
-		return d.db.Put([]byte(m.key), []byte(m.value))
 	}
 	b := d.db.NewBatch()
 	for _, m := range w.muts {
-		if m.del {
+		switch m.kind {
+		case mutDelete:
 			b.Delete([]byte(m.key))
-		} else {
+		case mutDeleteRange:
+			b.DeleteRange([]byte(m.key), []byte(m.end))
+		default:
 			b.Put([]byte(m.key), []byte(m.value))
 		}
 	}
