@@ -3,6 +3,7 @@ package shale
 import (
 	"fmt"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/manifest"
@@ -197,29 +198,59 @@ func (s TraceStep) rangeEnd() string {
 	return "]"
 }
 
-// String renders the trace, one numbered line per step.
+// String renders the trace for people (kvsh's explain get prints it): one
+// numbered line per place the lookup looked, with the table's key range and
+// the blocks read, then the result and the totals.
 func (t *LookupTrace) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "get %s\n", base.FormatKey(t.Key))
+	fmt.Fprintf(&b, "get %s\n", FormatKey(t.Key))
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	var disk, cached, checked, skipped, falsePos int
 	for i, s := range t.Steps {
-		fmt.Fprintf(&b, "%2d. %-24s", i+1, s.Source)
-		if s.Smallest != nil || s.Largest != nil {
-			fmt.Fprintf(&b, " [%s .. %s%s", base.FormatKey(s.Smallest), base.FormatKey(s.Largest), s.rangeEnd())
+		keyRange := ""
+		if s.FileNum != 0 && !s.RowCacheHit { // a row cache step names its table above it
+			keyRange = fmt.Sprintf("[%s .. %s%s", FormatKey(s.Smallest), FormatKey(s.Largest), s.rangeEnd())
 		}
-		fmt.Fprintf(&b, " %s", s.Outcome)
+		outcome := s.Outcome
 		if s.BlocksFromDisk+s.BlocksFromCache > 0 {
-			fmt.Fprintf(&b, "; blocks read: %d from disk, %d from cache", s.BlocksFromDisk, s.BlocksFromCache)
+			outcome += fmt.Sprintf("; blocks: %d from disk, %d from cache", s.BlocksFromDisk, s.BlocksFromCache)
 		}
-		b.WriteByte('\n')
-	}
-	disk := 0
-	for _, s := range t.Steps {
+		fmt.Fprintf(tw, "  %d.\t%s\t%s\t%s\n", i+1, s.Source, keyRange, outcome)
 		disk += s.BlocksFromDisk
+		cached += s.BlocksFromCache
+		for _, c := range []struct {
+			n  *int
+			on bool
+		}{{&checked, s.FilterChecked}, {&skipped, s.FilterSkipped}, {&falsePos, s.FalsePositive}} {
+			if c.on {
+				*c.n++
+			}
+		}
 	}
+	tw.Flush()
 	result := t.Result
 	if result == "" {
 		result = "absent"
 	}
-	fmt.Fprintf(&b, "=> %s; %d disk reads\n", result, disk)
+	if t.Value != nil {
+		result += ": " + FormatKey(t.Value)
+	}
+	fmt.Fprintf(&b, "=> %s\n=> %s from disk, %d from cache; filters: %d checked, %d skipped, %s\n",
+		result, plural(disk, "block"), cached, checked, skipped, plural(falsePos, "false positive"))
 	return b.String()
 }
+
+// plural is "1 block", "2 blocks".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// FormatKey renders a key (or a value) for people, unambiguously: as it is
+// when it is non-empty printable ASCII without a space, quote, backslash,
+// '#' or ','; otherwise double-quoted, with \n, \r, \t, \", \\ and \xHH for
+// every other byte that is not printable ASCII. kvsh reads this form back as
+// the same bytes.
+func FormatKey(key []byte) string { return base.FormatKey(key) }

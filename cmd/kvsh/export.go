@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+
+	"github.com/shale-db/shale"
 )
 
 // defaultExportRate is export-filter's false-positive rate when p= is not
@@ -19,7 +21,7 @@ func cmdExportFilter(sh *shell, args []string, opts map[string]string) error {
 	if s, ok := opts["p"]; ok {
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || !(v > 0 && v < 1) {
-			return fmt.Errorf("p: want a false-positive rate between 0 and 1, such as 0.01, not %s", formatBytes([]byte(s)))
+			return fmt.Errorf("p: want a false-positive rate between 0 and 1, such as 0.01, not %s", shale.FormatKey([]byte(s)))
 		}
 		p = v
 	}

@@ -131,7 +131,7 @@ func (sh *shell) execWords(line string) error {
 	}
 	c := lookup(words[0].text)
 	if c == nil {
-		return fmt.Errorf("unknown command %s (help lists them)", formatBytes([]byte(words[0].text)))
+		return fmt.Errorf("unknown command %s (help lists them)", shale.FormatKey([]byte(words[0].text)))
 	}
 	args, opts, err := c.parse(words[1:])
 	if err != nil {
@@ -295,7 +295,7 @@ func cmdGet(sh *shell, args []string, _ map[string]string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(sh.out, formatBytes(val))
+	fmt.Fprintln(sh.out, shale.FormatKey(val))
 	return nil
 }
 
@@ -327,7 +327,7 @@ func cmdScan(sh *shell, args []string, opts map[string]string) error {
 			fmt.Fprintf(sh.out, "(stopped at limit=%d: more entries follow)\n", limit)
 			return it.Close()
 		}
-		fmt.Fprintf(sh.out, "%s %s\n", formatBytes(it.Key()), formatBytes(it.Value()))
+		fmt.Fprintf(sh.out, "%s %s\n", shale.FormatKey(it.Key()), shale.FormatKey(it.Value()))
 		n++
 	}
 	if err := it.Close(); err != nil {
@@ -617,46 +617,8 @@ func cmdExplain(sh *shell, args []string, _ map[string]string) error {
 	if err != nil {
 		return err
 	}
-	writeTrace(sh.out, t)
+	fmt.Fprint(sh.out, t)
 	return nil
-}
-
-// writeTrace prints a lookup's trace: one numbered line per place it looked,
-// then the result and what the lookup cost.
-func writeTrace(w io.Writer, t *shale.LookupTrace) {
-	fmt.Fprintf(w, "explain get %s\n", formatBytes(t.Key))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	var disk, cached, checked, skipped, falsePos int
-	for i, s := range t.Steps {
-		keyRange := ""
-		if s.FileNum != 0 && !s.RowCacheHit { // a row cache step names its table above it
-			end := "]"
-			if s.LargestExclusive {
-				end = ")"
-			}
-			keyRange = fmt.Sprintf("[%s .. %s%s", formatBytes(s.Smallest), formatBytes(s.Largest), end)
-		}
-		outcome := s.Outcome
-		if s.BlocksFromDisk+s.BlocksFromCache > 0 {
-			outcome += fmt.Sprintf("; blocks: %d from disk, %d from cache", s.BlocksFromDisk, s.BlocksFromCache)
-		}
-		fmt.Fprintf(tw, "  %d.\t%s\t%s\t%s\n", i+1, s.Source, keyRange, outcome)
-		disk += s.BlocksFromDisk
-		cached += s.BlocksFromCache
-		checked += count(s.FilterChecked)
-		skipped += count(s.FilterSkipped)
-		falsePos += count(s.FalsePositive)
-	}
-	tw.Flush()
-	result := t.Result
-	if result == "" {
-		result = "absent"
-	}
-	if t.Value != nil {
-		result += ": " + formatBytes(t.Value)
-	}
-	fmt.Fprintf(w, "=> %s\n=> %s from disk, %d from cache; filters: %d checked, %d skipped, %s\n",
-		result, plural(disk, "block"), cached, checked, skipped, plural(falsePos, "false positive"))
 }
 
 func count(b bool) int {
@@ -699,7 +661,7 @@ func cmdHelp(sh *shell, args []string, _ map[string]string) error {
 	if len(args) == 1 {
 		c := lookup(args[0])
 		if c == nil {
-			return fmt.Errorf("unknown command %s (help lists them)", formatBytes([]byte(args[0])))
+			return fmt.Errorf("unknown command %s (help lists them)", shale.FormatKey([]byte(args[0])))
 		}
 		fmt.Fprintf(sh.out, "%s\n  %s\n", c.usage(), c.summary)
 		if c.detail != "" {
@@ -723,7 +685,7 @@ func cmdQuit(*shell, []string, map[string]string) error { return errQuit }
 func parseInt(what, s string, lo int) (int, error) {
 	n, err := strconv.Atoi(s)
 	if err != nil || n < lo {
-		return 0, fmt.Errorf("%s: want an integer >= %d, not %s", what, lo, formatBytes([]byte(s)))
+		return 0, fmt.Errorf("%s: want an integer >= %d, not %s", what, lo, shale.FormatKey([]byte(s)))
 	}
 	return n, nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // word is one word of a command line, with quotes and escapes resolved.
@@ -96,47 +95,4 @@ func unhex(c byte) int {
 		return int(c - 'A' + 10)
 	}
 	return -1
-}
-
-// formatBytes prints a key or value unambiguously, in a form splitLine reads
-// back as the same bytes: as-is when it is non-empty printable ASCII with no
-// space, quote or backslash; otherwise double-quoted, Go-style, with \xHH for
-// each byte that is not printable ASCII.
-func formatBytes(b []byte) string {
-	if isPlain(b) {
-		return string(b)
-	}
-	var s strings.Builder
-	s.WriteByte('"')
-	for _, c := range b {
-		switch {
-		case c == '"' || c == '\\':
-			s.WriteByte('\\')
-			s.WriteByte(c)
-		case c == '\n':
-			s.WriteString(`\n`)
-		case c == '\r':
-			s.WriteString(`\r`)
-		case c == '\t':
-			s.WriteString(`\t`)
-		case c >= 0x20 && c < 0x7f:
-			s.WriteByte(c)
-		default:
-			fmt.Fprintf(&s, `\x%02x`, c)
-		}
-	}
-	s.WriteByte('"')
-	return s.String()
-}
-
-func isPlain(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for _, c := range b {
-		if c <= ' ' || c >= 0x7f || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }

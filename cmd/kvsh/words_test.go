@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/shale-db/shale"
 )
 
 func TestSplitLine(t *testing.T) {
@@ -71,8 +73,8 @@ func TestFormatBytes(t *testing.T) {
 		"\x7f":        `"\x7f"`,
 		`(not found)`: `"(not found)"`,
 	} {
-		if got := formatBytes([]byte(in)); got != want {
-			t.Errorf("formatBytes(%q) = %s, want %s", in, got, want)
+		if got := shale.FormatKey([]byte(in)); got != want {
+			t.Errorf("shale.FormatKey(%q) = %s, want %s", in, got, want)
 		}
 	}
 }
@@ -86,7 +88,7 @@ func TestFormatRoundTrip(t *testing.T) {
 		for i := range b {
 			b[i] = byte(rng.IntN(256))
 		}
-		s := formatBytes(b)
+		s := shale.FormatKey(b)
 		words, err := splitLine("get " + s)
 		if err != nil || len(words) != 2 || words[1].text != string(b) {
 			t.Fatalf("%q printed as %s reads back as %v, %v", b, s, words, err)

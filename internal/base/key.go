@@ -17,6 +17,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // SeqNum is a sequence number. Every write gets the next one; a read at
@@ -153,17 +154,41 @@ func Compare(a, b InternalKey) int {
 	return 0
 }
 
-// FormatKey renders a user key for people: plain when every byte is
-// printable ASCII other than a quote or backslash, otherwise as a Go-quoted
-// string with \x escapes. The empty key prints as "".
+// FormatKey renders a user key (or a value) for people, unambiguously:
+// plain when it is non-empty printable ASCII without a space, quote,
+// backslash, '#' or ',' (the separators of InternalKey.String); otherwise
+// double-quoted, with \n, \r, \t, \", \\ and \xHH for every other byte that
+// is not printable ASCII. shale.FormatKey exports it.
 func FormatKey(b []byte) string {
-	if len(b) == 0 {
-		return `""`
-	}
+	plain := len(b) > 0
 	for _, c := range b {
-		if c < 0x21 || c > 0x7e || c == '"' || c == '\\' || c == '#' || c == ',' {
-			return strconv.QuoteToASCII(string(b))
+		if c <= ' ' || c >= 0x7f || c == '"' || c == '\\' || c == '#' || c == ',' {
+			plain = false
+			break
 		}
 	}
-	return string(b)
+	if plain {
+		return string(b)
+	}
+	var s strings.Builder
+	s.WriteByte('"')
+	for _, c := range b {
+		switch {
+		case c == '"' || c == '\\':
+			s.WriteByte('\\')
+			s.WriteByte(c)
+		case c == '\n':
+			s.WriteString(`\n`)
+		case c == '\r':
+			s.WriteString(`\r`)
+		case c == '\t':
+			s.WriteString(`\t`)
+		case c >= 0x20 && c < 0x7f:
+			s.WriteByte(c)
+		default:
+			fmt.Fprintf(&s, `\x%02x`, c)
+		}
+	}
+	s.WriteByte('"')
+	return s.String()
 }
