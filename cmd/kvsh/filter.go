@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/shale-db/shale/bloom"
@@ -180,7 +182,7 @@ func (sh *shell) filterNew(args []string) error {
 			plural(n, "item"), p, pg.cells(), pg.plain.BitsPerKey(), plural(pg.k(), "probe"), plural(pg.size(), "byte"))
 	case "counting":
 		fmt.Fprintf(sh.out, "new counting filter for %s at p = %g: %d 4-bit counters, %s per item, %s\n",
-			plural(n, "item"), p, pg.cells(), plural(pg.k(), "counter"), plural(pg.size(), "byte"))
+			plural(n, "item"), p, pg.cells(), plural(pg.k(), "probe"), plural(pg.size(), "byte"))
 	case "scalable":
 		fmt.Fprintf(sh.out, "new scalable filter: a first layer for %s, each next layer twice as large, all together below p = %g\n",
 			plural(n, "item"), p)
@@ -276,10 +278,10 @@ func (pg *playground) probe(out io.Writer, arg string) error {
 
 func (pg *playground) stats(out io.Writer) {
 	items := len(pg.added)
-	falseNeg := 0
+	var falseNeg []string
 	for item := range pg.added {
 		if !pg.mayContain(item) {
-			falseNeg++
+			falseNeg = append(falseNeg, item)
 		}
 	}
 	switch {
@@ -302,7 +304,15 @@ func (pg *playground) stats(out io.Writer) {
 		}
 		fmt.Fprintln(out)
 	}
-	fmt.Fprintf(out, "false negatives among the items added: %d\n", falseNeg)
+	fmt.Fprintf(out, "false negatives among the items added: %d", len(falseNeg))
+	if len(falseNeg) > 0 {
+		slices.Sort(falseNeg)
+		if len(falseNeg) > maxListed {
+			falseNeg = append(falseNeg[:maxListed], "...")
+		}
+		fmt.Fprintf(out, " (%s)", strings.Join(falseNeg, ", "))
+	}
+	fmt.Fprintln(out)
 }
 
 // filterSizes prints, for each bits per item, the textbook formula's probes
@@ -354,6 +364,9 @@ func filterSizes(out io.Writer, args []string) error {
 
 // percent prints a rate as a percentage with three significant digits.
 func percent(r float64) string { return strconv.FormatFloat(100*r, 'g', 3, 64) + "%" }
+
+// maxListed bounds the false negatives stats names.
+const maxListed = 10
 
 // maxFilterArgs bounds the items of one filter add, test or remove.
 const maxFilterArgs = 1000
