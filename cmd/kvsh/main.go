@@ -6,9 +6,10 @@
 //
 // The first form opens (or creates) the store in DIR, ./shale-data by
 // default, and reads commands: put, get, del, scan, count,
-// batch/commit/abort, snapshot, flush, compact, stats, load, bloom,
-// export-filter, explain get, open, check, repair, help, quit. help lists
-// them and help CMD describes one.
+// batch/commit/abort, snapshot, flush, compact, stats, load, bloom, policy,
+// seed, lookups, autocompact, rowcache, export-filter, filter, explain get,
+// open, check, repair, help, quit. help lists them and help CMD describes
+// one. The lessons in docs/lessons are typed into it.
 //
 // kvsh check DIR verifies the closed store in DIR and prints "DIR:
 // consistent" or every problem it finds, each naming its file and offset;
