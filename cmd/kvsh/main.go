@@ -137,7 +137,8 @@ func historyFile() string {
 	return filepath.Join(home, ".kvsh_history")
 }
 
-// completer completes command names, and help's argument.
+// completer completes command names, help's argument, and the words that
+// some commands take first.
 func completer() readline.AutoCompleter {
 	var items, names []readline.PrefixCompleterInterface
 	for _, c := range commands {
@@ -153,6 +154,18 @@ func completer() readline.AutoCompleter {
 			items = append(items, readline.PcItem(c.name, readline.PcItem("off")))
 		case "bloom", "autocompact":
 			items = append(items, readline.PcItem(c.name, readline.PcItem("on"), readline.PcItem("off")))
+		case "filter":
+			var subs []readline.PrefixCompleterInterface
+			for _, sub := range []string{"new", "add", "test", "remove", "fill", "probe", "stats", "sizes"} {
+				subs = append(subs, readline.PcItem(sub))
+			}
+			items = append(items, readline.PcItem(c.name, subs...))
+		case "policy":
+			var names []readline.PrefixCompleterInterface
+			for _, name := range []string{"bloom", "ribbon", "fuse", "monkey", "levels", "off"} {
+				names = append(names, readline.PcItem(name))
+			}
+			items = append(items, readline.PcItem(c.name, names...))
 		default:
 			items = append(items, readline.PcItem(c.name))
 		}
