@@ -161,11 +161,11 @@ func completer() readline.AutoCompleter {
 			}
 			items = append(items, readline.PcItem(c.name, subs...))
 		case "policy":
-			var names []readline.PrefixCompleterInterface
+			var policies []readline.PrefixCompleterInterface
 			for _, name := range []string{"bloom", "ribbon", "fuse", "monkey", "levels", "off"} {
-				names = append(names, readline.PcItem(name))
+				policies = append(policies, readline.PcItem(name))
 			}
-			items = append(items, readline.PcItem(c.name, names...))
+			items = append(items, readline.PcItem(c.name, policies...))
 		default:
 			items = append(items, readline.PcItem(c.name))
 		}
