@@ -1,6 +1,8 @@
 package bloom
 
 import (
+	"fmt"
+
 	"github.com/shale-db/shale/internal/base"
 )
 
@@ -25,6 +27,20 @@ func New(expectedItems int, falsePositiveRate float64) *Filter {
 	bitsPerKey, k := blockedSizing(falsePositiveRate)
 	n := max(expectedItems, 1)
 	return &Filter{bits: newBitset(linesFor(n, bitsPerKey), k), keys: uint64(n)}
+}
+
+// NewWithBitsPerKey returns an empty filter of bitsPerKey bits for each of
+// expectedItems items (at least 1), rounded up to whole 512-bit lines, with
+// the number of probes best for the blocked layout: the filter the table
+// policy (NewPolicy) writes for a table of expectedItems keys. Where New
+// starts from a rate, this starts from the memory, e.g. to measure the rate
+// that 5, 10 or 15 bits per item buy. It panics unless 1 <= bitsPerKey <= 1024.
+func NewWithBitsPerKey(expectedItems int, bitsPerKey float64) *Filter {
+	if !(bitsPerKey >= 1 && bitsPerKey <= maxBitsPerKey) {
+		panic(fmt.Sprintf("bloom: %v bits per key is not in [1, %d]", bitsPerKey, maxBitsPerKey))
+	}
+	n := max(expectedItems, 1)
+	return &Filter{bits: newBitset(linesFor(n, bitsPerKey), blockedProbes(bitsPerKey)), keys: uint64(n)}
 }
 
 // Add adds item.

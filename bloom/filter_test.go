@@ -83,3 +83,37 @@ func TestFilterSizing(t *testing.T) {
 		}
 	}
 }
+
+// TestNewWithBitsPerKey: a filter sized by bits per key is byte for byte the
+// table policy's filter of the same keys at the same bits per key.
+func TestNewWithBitsPerKey(t *testing.T) {
+	for _, bits := range []int{1, 5, 10, 15} {
+		const n = 3000
+		ks := filtertest.Sets[0]
+		f := NewWithBitsPerKey(n, float64(bits))
+		w := NewPolicy(bits).NewWriter()
+		for i := range n {
+			f.Add(ks.Key(i))
+			w.AddHash(ks.Hashes(i, i+1)[0])
+		}
+		got, _ := f.MarshalBinary()
+		want, err := w.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%d bits per key: NewWithBitsPerKey (%d bytes, k=%d) differs from the table policy's filter (%d bytes)",
+				bits, len(got), f.K(), len(want))
+		}
+	}
+	for _, bits := range []float64{0.5, 2000, math.NaN()} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("NewWithBitsPerKey(1, %v) did not panic", bits)
+				}
+			}()
+			NewWithBitsPerKey(1, bits)
+		}()
+	}
+}

@@ -6,9 +6,10 @@
 //
 // The first form opens (or creates) the store in DIR, ./shale-data by
 // default, and reads commands: put, get, del, scan, count,
-// batch/commit/abort, snapshot, flush, compact, stats, load, bloom,
-// export-filter, explain get, open, check, repair, help, quit. help lists
-// them and help CMD describes one.
+// batch/commit/abort, snapshot, flush, compact, stats, load, bloom, policy,
+// seed, lookups, autocompact, rowcache, export-filter, filter, explain get,
+// open, check, repair, help, quit. help lists them and help CMD describes
+// one. The lessons in docs/lessons are typed into it.
 //
 // kvsh check DIR verifies the closed store in DIR and prints "DIR:
 // consistent" or every problem it finds, each naming its file and offset;
@@ -136,7 +137,8 @@ func historyFile() string {
 	return filepath.Join(home, ".kvsh_history")
 }
 
-// completer completes command names, and help's argument.
+// completer completes command names, help's argument, and the words that
+// some commands take first.
 func completer() readline.AutoCompleter {
 	var items, names []readline.PrefixCompleterInterface
 	for _, c := range commands {
@@ -152,6 +154,18 @@ func completer() readline.AutoCompleter {
 			items = append(items, readline.PcItem(c.name, readline.PcItem("off")))
 		case "bloom", "autocompact":
 			items = append(items, readline.PcItem(c.name, readline.PcItem("on"), readline.PcItem("off")))
+		case "filter":
+			var subs []readline.PrefixCompleterInterface
+			for _, sub := range []string{"new", "add", "test", "remove", "fill", "probe", "stats", "sizes"} {
+				subs = append(subs, readline.PcItem(sub))
+			}
+			items = append(items, readline.PcItem(c.name, subs...))
+		case "policy":
+			var policies []readline.PrefixCompleterInterface
+			for _, name := range []string{"bloom", "ribbon", "fuse", "monkey", "levels", "off"} {
+				policies = append(policies, readline.PcItem(name))
+			}
+			items = append(items, readline.PcItem(c.name, policies...))
 		default:
 			items = append(items, readline.PcItem(c.name))
 		}

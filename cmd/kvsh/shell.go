@@ -28,7 +28,8 @@ type shell struct {
 	batch       *shale.Batch    // non-nil between batch and commit or abort
 	snap        *shale.Snapshot // non-nil while get, scan and count read a snapshot
 	now         func() time.Time
-	rng         *rand.Rand // load's keys and values
+	rng         *rand.Rand  // load's keys and values
+	filter      *playground // the filter command's standalone filter; nil until filter new
 }
 
 // errQuit is what quit returns to end the session.
@@ -215,12 +216,20 @@ func init() {
 			detail: "Keys and values are random lowercase letters and digits, written in batches of 1000."},
 		{name: "bloom", args: "[on|off|BITS]", summary: "set the Bloom filter of tables written from now on", max: 1, run: cmdBloom,
 			detail: "on is 10 bits/key, off writes no filter, BITS is 1 to 64 bits/key. The setting is an Open option, so the store is closed and reopened; existing tables keep the filters they have until a compaction rewrites them. With no argument, prints the setting."},
+		{name: "policy", args: "[NAME [BITS]] [L0=F ...]", summary: "set the filter policy of tables written from now on", max: 2, options: []string{"L0", "L1", "L2", "L3", "L4", "L5", "L6"}, run: cmdPolicy,
+			detail: "NAME is bloom BITS, ribbon BITS, fuse, monkey BITS, levels L0=F ... L6=F, or off. bloom, ribbon and fuse put that filter in every table; monkey BITS spends BITS bits/key of Bloom filters on average, more on small runs and fewer on large ones, from the tree's shape when each table is written; levels gives each level its own filter F (bloom:BITS, ribbon:BITS, fuse or none; a level not named gets none); off writes no filter. Like bloom, which replaces a policy, this reopens the store; existing tables keep their filters. With no argument, prints the setting."},
+		{name: "seed", args: "N", summary: "make load and lookups draw from seed N, so that a session repeats", min: 1, max: 1, run: cmdSeed,
+			detail: "Without it, each session draws from a seed of its own."},
+		{name: "lookups", args: "N", summary: "look up N random keys never written and print what they cost: blocks read, filter checks", min: 1, max: 1, run: cmdLookups,
+			detail: "The keys are 16 random letters and digits and a final ~, which load never writes. Prints the blocks read per lookup, from disk and from the block cache, and the filters' checks, skips and false positives."},
 		{name: "autocompact", args: "[on|off]", summary: "turn automatic compactions on or off (on by default)", max: 1, run: cmdAutocompact,
 			detail: "Off keeps every flushed table in L0, to see how lookups cost with many overlapping tables; compact still works. Like bloom, this reopens the store. With no argument, prints the setting."},
 		{name: "rowcache", args: "[off|BYTES]", summary: "set the row cache's size (off by default)", max: 1, run: cmdRowCache,
 			detail: "The row cache keeps, per table and key, what a lookup in that table found, so a repeated get reads no block; explain get shows its hits and stats its hits, misses and size. Like bloom, this reopens the store (the row cache starts empty). With no argument, prints the setting."},
 		{name: "export-filter", args: "FILE [FROM [TO]] [p=0.01]", summary: "write a Bloom filter of the keys with FROM <= key < TO to FILE", min: 1, max: 3, options: []string{"p"}, run: cmdExportFilter,
 			detail: "The filter holds every live key in the range, at false-positive rate p (default 0.01), and FILE holds it marshalled (bloom.Filter.MarshalBinary; bloom.Filter.UnmarshalBinary reads it back). It reads the live store as it was when the command began, not a snapshot, so it is refused while a snapshot is open rather than export something other than what get and scan show. Prints the items, bits per item, probes per item, the file's size and the rate."},
+		{name: "filter", args: "SUBCOMMAND ...", summary: "play with a standalone Bloom filter, outside the store (help filter)", max: 1 + maxFilterArgs, inBatch: true, noDB: true, run: cmdFilter,
+			detail: "Subcommands: new N P [counting|scalable], add ITEM..., test ITEM..., remove ITEM..., fill N, probe N, stats, sizes N [BITS...]. filter new N P makes a Bloom filter for N items at false-positive rate P (counting: one that can remove; scalable: one that grows), replacing the one before. add, test and remove take items; fill N adds N items named item-1, item-2, ...; probe N tests N items never added, absent-1, absent-2, ..., and prints the measured rate. kvsh remembers what was added, so test tells a false positive from a true maybe and stats counts false negatives. sizes N builds filters of N items at 5, 10 and 15 bits per item (or BITS) and prints the textbook formula's rate beside the measured one. Items are named, not random, so the numbers are the same in every session."},
 		{name: "explain", args: "get KEY", summary: "look KEY up and print each step: memtables, tables, filters, block reads", min: 2, max: 2, inBatch: true, run: cmdExplain},
 		{name: "open", args: "DIR", summary: "close this store and open (or create) the one in DIR", min: 1, max: 1, noDB: true, run: cmdOpen,
 			detail: "The bloom and autocompact settings carry over. A directory that holds files but no store is refused, and the current store stays open if DIR cannot be opened."},
@@ -430,7 +439,7 @@ func treeShape(m shale.Metrics) string {
 
 func cmdStats(sh *shell, _ []string, _ map[string]string) error {
 	fmt.Fprint(sh.out, sh.db.Metrics().String())
-	fmt.Fprintf(sh.out, "new tables get %s\n", describeBloom(sh.opts.BloomBitsPerKey))
+	fmt.Fprintf(sh.out, "new tables get %s\n", describeFilters(sh.opts))
 	return nil
 }
 
@@ -495,7 +504,7 @@ func (sh *shell) randomize(b []byte) {
 
 func cmdBloom(sh *shell, args []string, _ map[string]string) error {
 	if len(args) == 0 {
-		fmt.Fprintf(sh.out, "new tables get %s\n", describeBloom(sh.opts.BloomBitsPerKey))
+		fmt.Fprintf(sh.out, "new tables get %s\n", describeFilters(sh.opts))
 		return nil
 	}
 	var bits int
@@ -513,6 +522,7 @@ func cmdBloom(sh *shell, args []string, _ map[string]string) error {
 	}
 	opts := sh.opts
 	opts.BloomBitsPerKey = bits
+	opts.FilterPolicy = nil // it would override bits
 	if err := sh.reopen(opts); err != nil {
 		return err
 	}
@@ -676,6 +686,7 @@ func cmdHelp(sh *shell, args []string, _ map[string]string) error {
 	tw.Flush()
 	fmt.Fprintln(sh.out, `Keys and values are words; quote one that holds spaces ("a b") and escape bytes with \n \r \t \\ \" \xHH.`)
 	fmt.Fprintln(sh.out, `Output uses the same syntax: printable ASCII as-is, anything else quoted. help CMD says more.`)
+	fmt.Fprintln(sh.out, `Lessons on Bloom filters and LSM trees, typed into this shell: docs/lessons/ in the shale repository.`)
 	return nil
 }
 
