@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/shale-db/shale"
 	"github.com/shale-db/shale/bloom"
 )
 
@@ -138,7 +139,7 @@ func cmdFilter(sh *shell, args []string, _ map[string]string) error {
 		fmt.Fprintf(sh.out, "added %s (%d in the filter)\n", plural(len(rest), "item"), len(pg.added))
 	case "test":
 		for _, item := range rest {
-			fmt.Fprintf(sh.out, "%s: %s\n", formatBytes([]byte(item)), pg.verdict(item))
+			fmt.Fprintf(sh.out, "%s: %s\n", shale.FormatKey([]byte(item)), pg.verdict(item))
 		}
 	case "remove":
 		return pg.remove(sh.out, rest)
@@ -165,7 +166,7 @@ func (sh *shell) filterNew(args []string) error {
 	}
 	p, err := strconv.ParseFloat(args[1], 64)
 	if err != nil || !(p > 0 && p < 1) {
-		return fmt.Errorf("P: want a false-positive rate between 0 and 1, such as 0.01, not %s", formatBytes([]byte(args[1])))
+		return fmt.Errorf("P: want a false-positive rate between 0 and 1, such as 0.01, not %s", shale.FormatKey([]byte(args[1])))
 	}
 	kind := "Bloom"
 	if len(args) == 3 {
@@ -216,11 +217,11 @@ func (pg *playground) remove(out io.Writer, items []string) error {
 		was := pg.added[item] > 0
 		switch {
 		case !pg.counting.Remove([]byte(item)):
-			fmt.Fprintf(out, "%s: not removed: the filter says definitely not\n", formatBytes([]byte(item)))
+			fmt.Fprintf(out, "%s: not removed: the filter says definitely not\n", shale.FormatKey([]byte(item)))
 		case was:
-			fmt.Fprintf(out, "%s: removed\n", formatBytes([]byte(item)))
+			fmt.Fprintf(out, "%s: removed\n", shale.FormatKey([]byte(item)))
 		default:
-			fmt.Fprintf(out, "%s: removed, but it was never added: the counters it decremented belong to other items\n", formatBytes([]byte(item)))
+			fmt.Fprintf(out, "%s: removed, but it was never added: the counters it decremented belong to other items\n", shale.FormatKey([]byte(item)))
 		}
 		if was {
 			pg.added[item]--
@@ -335,7 +336,7 @@ func filterSizes(out io.Writer, args []string) error {
 		for _, a := range args[1:] {
 			b, err := parseInt("BITS", a, 1)
 			if err != nil || b > maxBloomBits {
-				return fmt.Errorf("BITS: want 1 to %d, not %s", maxBloomBits, formatBytes([]byte(a)))
+				return fmt.Errorf("BITS: want 1 to %d, not %s", maxBloomBits, shale.FormatKey([]byte(a)))
 			}
 			sizes = append(sizes, b)
 		}

@@ -12,7 +12,7 @@ import (
 func cmdSeed(sh *shell, args []string, _ map[string]string) error {
 	n, err := strconv.ParseUint(args[0], 10, 64)
 	if err != nil {
-		return fmt.Errorf("usage: seed N (N a non-negative integer, not %s)", formatBytes([]byte(args[0])))
+		return fmt.Errorf("usage: seed N (N a non-negative integer, not %s)", shale.FormatKey([]byte(args[0])))
 	}
 	sh.rng = rand.New(rand.NewPCG(n, 0))
 	fmt.Fprintf(sh.out, "load and lookups now draw from seed %d: the same commands write and read the same keys in every session\n", n)

@@ -58,7 +58,7 @@ func cmdPolicy(sh *shell, args []string, opts map[string]string) error {
 		}
 		bits, err := parseInt("BITS", args[1], 1)
 		if err != nil || bits > maxFilterBits {
-			return fmt.Errorf("monkey: want bits per key from 1 to %d, not %s", maxFilterBits, formatBytes([]byte(args[1])))
+			return fmt.Errorf("monkey: want bits per key from 1 to %d, not %s", maxFilterBits, shale.FormatKey([]byte(args[1])))
 		}
 		p = namedPolicy{shale.MonkeyBloom(bits), fmt.Sprintf("Bloom filters at %d bits/key on average over the tree, more for small runs and fewer for large ones (Monkey)", bits)}
 	case "fuse", "off":
@@ -118,14 +118,14 @@ func parseTableFilter(spec string) (shale.TableFilter, string, error) {
 	case "bloom", "ribbon":
 		bits, err := strconv.Atoi(arg)
 		if !hasArg || err != nil || bits < 1 || bits > maxFilterBits {
-			return nil, "", fmt.Errorf("%s: want bits per key from 1 to %d, not %s", name, maxFilterBits, formatBytes([]byte(arg)))
+			return nil, "", fmt.Errorf("%s: want bits per key from 1 to %d, not %s", name, maxFilterBits, shale.FormatKey([]byte(arg)))
 		}
 		if name == "ribbon" {
 			return shale.RibbonFilter(float64(bits)), fmt.Sprintf("Ribbon filters at %d bits/key", bits), nil
 		}
 		return shale.BloomFilter(bits), describeBloom(bits), nil
 	}
-	return nil, "", fmt.Errorf("unknown filter %s (bloom:BITS, ribbon:BITS, fuse or none)", formatBytes([]byte(spec)))
+	return nil, "", fmt.Errorf("unknown filter %s (bloom:BITS, ribbon:BITS, fuse or none)", shale.FormatKey([]byte(spec)))
 }
 
 // describeLevels joins the levels' filters, naming a run of levels with the
