@@ -10,50 +10,28 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/itertest"
 	"github.com/shale-db/shale/internal/manifest"
 )
 
-// parseKey parses "ukey#seq,KIND", as base.InternalKey.String prints it.
+// parseKey parses "ukey#seq,KIND" (see itertest).
 func parseKey(t testing.TB, s string) base.InternalKey {
 	t.Helper()
-	ukey, rest, ok1 := strings.Cut(s, "#")
-	seq, kind, ok2 := strings.Cut(rest, ",")
-	n, err := strconv.ParseUint(seq, 10, 64)
-	if !ok1 || !ok2 || err != nil {
-		t.Fatalf("bad key %q: want ukey#seq,KIND", s)
+	k, err := itertest.ParseKey(s)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if ukey == `""` {
-		ukey = ""
-	}
-	for k := base.Kind(0); k <= base.KindMax; k++ {
-		if k.String() == kind {
-			return base.MakeInternalKey([]byte(ukey), base.SeqNum(n), k)
-		}
-	}
-	t.Fatalf("bad kind in %q", s)
-	return base.InternalKey{}
-}
-
-// parseEntry parses "a#5,SET:value" or "a#6,DEL".
-func parseEntry(t testing.TB, s string) (base.InternalKey, []byte) {
-	t.Helper()
-	key, value, _ := strings.Cut(s, ":")
-	return parseKey(t, key), []byte(value)
-}
-
-// formatEntry prints an entry as parseEntry reads it.
-func formatEntry(k base.InternalKey, v []byte) string {
-	if k.Kind() == base.KindDelete && len(v) == 0 {
-		return k.String()
-	}
-	return k.String() + ":" + string(v)
+	return k
 }
 
 // parseEntries parses entries separated by spaces or newlines.
 func parseEntries(t testing.TB, s string) (keys []base.InternalKey, values [][]byte) {
 	t.Helper()
 	for _, f := range strings.Fields(s) {
-		k, v := parseEntry(t, f)
+		k, v, err := itertest.ParseEntry(f)
+		if err != nil {
+			t.Fatal(err)
+		}
 		keys, values = append(keys, k), append(values, v)
 	}
 	return keys, values

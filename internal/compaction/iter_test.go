@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/itertest"
 	"github.com/shale-db/shale/internal/rangedel"
 )
 
@@ -65,7 +66,7 @@ func TestIter(t *testing.T) {
 		it := NewIter(NewSliceIter(keys, values), spans, snapshots, elide)
 		var b strings.Builder
 		for ok := it.First(); ok; ok = it.Next() {
-			fmt.Fprintln(&b, formatEntry(it.Key(), it.Value()))
+			fmt.Fprintln(&b, itertest.FormatEntry(it.Key(), it.Value()))
 		}
 		if err := it.Close(); err != nil {
 			fmt.Fprintf(&b, "error: %v\n", err)

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/shale-db/shale/internal/itertest"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/shale-db/shale/internal/itertest"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/shale-db/shale/internal/base"
@@ -59,7 +60,7 @@ func formatPosition(it base.InternalIterator, ok bool) string {
 	if !ok {
 		return "."
 	}
-	return formatEntry(it.Key(), it.Value())
+	return itertest.FormatEntry(it.Key(), it.Value())
 }
 
 // TestMergingIterRandom compares the merging iterator with a sorted slice
@@ -154,7 +155,7 @@ func checkMergingIter(t *testing.T, src intner) {
 			t.Fatalf("after %v: ok %t, Valid %t; want %t", history, ok, m.Valid(), want)
 		}
 		if want && (base.Compare(m.Key(), model[pos].key) != 0 || !bytes.Equal(m.Value(), model[pos].value)) {
-			t.Fatalf("after %v: at %s, want %s", history, formatEntry(m.Key(), m.Value()), formatEntry(model[pos].key, model[pos].value))
+			t.Fatalf("after %v: at %s, want %s", history, itertest.FormatEntry(m.Key(), m.Value()), itertest.FormatEntry(model[pos].key, model[pos].value))
 		}
 	}
 	if err := m.Close(); err != nil {
@@ -195,7 +196,7 @@ func TestMergingIterError(t *testing.T) {
 			switch {
 			case failed && (ok || m.Valid() || !errors.Is(m.Error(), errInjected)):
 				t.Fatalf("failAt %d, op %d (%s): ok %t, Valid %t, Error %v after the error", failAt, i, o.name, ok, m.Valid(), m.Error())
-			case !failed && (!ok || formatEntry(m.Key(), m.Value()) != model[pos]):
+			case !failed && (!ok || itertest.FormatEntry(m.Key(), m.Value()) != model[pos]):
 				t.Fatalf("failAt %d, op %d (%s): at %s (ok %t), want %s", failAt, i, o.name, formatPosition(m, ok), ok, model[pos])
 			}
 		}

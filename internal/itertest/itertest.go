@@ -1,6 +1,8 @@
-// Package itertest runs the iterator operations that datadriven test files
-// spell as words (first, last, next, prev, seek-ge K, seek-lt K), for every
-// package whose iterators the tests drive.
+// Package itertest is the notation datadriven test files use for what
+// iterators hold and do: internal keys and entries (ParseKey, ParseEntry,
+// FormatEntry) and the operations spelled as words (first, last, next,
+// prev, seek-ge K, seek-lt K), for every package whose iterators the tests
+// drive.
 package itertest
 
 import "strings"

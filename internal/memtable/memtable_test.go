@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/itertest"
 )
 
 // TestDataDriven runs testdata/memtable. Commands:
@@ -33,7 +34,7 @@ func TestDataDriven(t *testing.T) {
 			return "ok"
 		case "add":
 			for _, line := range strings.Split(d.Input, "\n") {
-				k, v, err := parseEntry(line)
+				k, v, err := itertest.ParseEntry(line)
 				if err != nil {
 					d.Fatalf(t, "%s: %v", line, err)
 				}
@@ -107,53 +108,13 @@ func parseKey(t *testing.T, d *datadriven.TestData, s string) []byte {
 	return []byte(s)
 }
 
-// parseEntry reads "ukey#seq,KIND=value" (the "=value" is optional).
-func parseEntry(s string) (base.InternalKey, []byte, error) {
-	var ukey string
-	if strings.HasPrefix(s, `"`) {
-		q, err := strconv.QuotedPrefix(s)
-		if err != nil {
-			return base.InternalKey{}, nil, err
-		}
-		ukey, _ = strconv.Unquote(q)
-		s = s[len(q):]
-	} else {
-		i := strings.IndexByte(s, '#')
-		if i < 0 {
-			return base.InternalKey{}, nil, fmt.Errorf("no #seq")
-		}
-		ukey, s = s[:i], s[i:]
-	}
-	trailer, value, _ := strings.Cut(strings.TrimPrefix(s, "#"), "=")
-	seqStr, kindStr, _ := strings.Cut(trailer, ",")
-	seq, err := strconv.ParseUint(seqStr, 10, 64)
-	if err != nil {
-		return base.InternalKey{}, nil, err
-	}
-	var kind base.Kind
-	switch kindStr {
-	case "SET":
-		kind = base.KindSet
-	case "DEL":
-		kind = base.KindDelete
-	case "RANGEDEL":
-		kind = base.KindRangeDelete
-	default:
-		return base.InternalKey{}, nil, fmt.Errorf("unknown kind %q", kindStr)
-	}
-	return base.MakeInternalKey([]byte(ukey), base.SeqNum(seq), kind), []byte(value), nil
-}
-
-// formatEntry prints the iterator's entry as "ukey#seq,KIND=value", or "."
-// when it is not positioned.
+// formatEntry prints the iterator's entry as itertest.FormatEntry does, or
+// "." when it is not positioned.
 func formatEntry(it base.InternalIterator) string {
 	if !it.Valid() {
 		return "."
 	}
-	if it.Key().Kind() == base.KindDelete && len(it.Value()) == 0 {
-		return it.Key().String()
-	}
-	return fmt.Sprintf("%s=%s", it.Key(), it.Value())
+	return itertest.FormatEntry(it.Key(), it.Value())
 }
 
 // TestSize checks that Size charges each entry its key and value bytes plus

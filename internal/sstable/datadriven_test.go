@@ -2,10 +2,11 @@ package sstable
 
 import (
 	"fmt"
-	"github.com/shale-db/shale/internal/itertest"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/shale-db/shale/internal/itertest"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/shale-db/shale/bloom"
@@ -147,12 +148,11 @@ func runBuild(t *testing.T, d *datadriven.TestData, stats *Stats) (*Reader, erro
 		if line == "" {
 			continue
 		}
-		ks, v, _ := strings.Cut(line, ":")
-		k, err := parseKey(ks)
+		k, v, err := itertest.ParseEntry(line)
 		if err != nil {
 			t.Fatal(err)
 		}
-		entries = append(entries, kv{k, []byte(v)})
+		entries = append(entries, kv{k, v})
 	}
 
 	fs := vfs.NewMem()

@@ -3,7 +3,6 @@ package sstable
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -14,25 +13,6 @@ import (
 type kv struct {
 	key   base.InternalKey
 	value []byte
-}
-
-// parseKey parses "ukey#seq,KIND" (KIND is SET or DEL).
-func parseKey(s string) (base.InternalKey, error) {
-	ukey, rest, ok1 := strings.Cut(s, "#")
-	seq, kind, ok2 := strings.Cut(rest, ",")
-	n, err := strconv.ParseUint(seq, 10, 64)
-	if !ok1 || !ok2 || err != nil {
-		return base.InternalKey{}, fmt.Errorf("bad key %q", s)
-	}
-	if uq, err := strconv.Unquote(ukey); err == nil {
-		ukey = uq
-	}
-	k := map[string]base.Kind{"SET": base.KindSet, "DEL": base.KindDelete}
-	kd, ok := k[kind]
-	if !ok {
-		return base.InternalKey{}, fmt.Errorf("bad kind in %q", s)
-	}
-	return base.MakeInternalKey([]byte(ukey), base.SeqNum(n), kd), nil
 }
 
 // buildTable writes entries as a table named name in fs and returns its
