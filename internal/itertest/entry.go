@@ -39,7 +39,7 @@ func ParseKey(s string) (base.InternalKey, error) {
 	if !ok || err != nil || !strings.HasPrefix(s, "#") {
 		return base.InternalKey{}, fmt.Errorf("bad key %q: want ukey#seq,KIND", s)
 	}
-	for k := base.Kind(0); k <= base.KindMax; k++ {
+	for _, k := range []base.Kind{base.KindSet, base.KindDelete, base.KindRangeDelete} {
 		if k.String() == kind {
 			return base.MakeInternalKey([]byte(ukey), base.SeqNum(n), k), nil
 		}
