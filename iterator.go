@@ -185,9 +185,23 @@ func (it *Iterator) Next() bool {
 	}
 	defer it.db.leave()
 	if it.reverse {
-		// The internal iterator is before the current key: step back
-		// onto its versions.
-		it.iter.SeekGE(it.key)
+		// The internal iterator is on an entry before the current key's
+		// versions (findPrevEntry stepped back over them): step forward,
+		// the merging iterator turning around, past them. Entries met on
+		// the way below the current key are writes newer than the
+		// iterator, which it does not see. Only when the internal
+		// iterator ran off the start is there nothing to turn from, and it
+		// seeks.
+		ok := it.iter.Valid()
+		if ok {
+			ok = it.iter.Next()
+		} else {
+			ok = it.iter.SeekGE(it.key)
+		}
+		for ok && bytes.Compare(it.iter.Key().UserKey, it.key) <= 0 {
+			ok = it.iter.Next()
+		}
+		return it.findNextEntry()
 	}
 	for ok := it.iter.Valid(); ok && bytes.Equal(it.iter.Key().UserKey, it.key); ok = it.iter.Next() {
 	}
@@ -201,7 +215,13 @@ func (it *Iterator) Prev() bool {
 	}
 	defer it.db.leave()
 	if !it.reverse {
-		it.iter.SeekLT(it.key)
+		// The internal iterator is on the current key's version that
+		// Next returned: step back, the merging iterator turning around,
+		// over the current key's newer versions (and any entry above the
+		// current key written since the iterator began), which the read
+		// does not see.
+		for ok := it.iter.Prev(); ok && bytes.Compare(it.iter.Key().UserKey, it.key) >= 0; ok = it.iter.Prev() {
+		}
 	}
 	return it.findPrevEntry()
 }
