@@ -12,6 +12,7 @@ import (
 type pendingWrite struct {
 	batch      *Batch
 	forceFlush bool // rotate the memtable even if it is not full
+	sync       bool // sync the WAL before returning, even under Options.NoSync
 	wake       chan commitResult
 }
 
@@ -65,10 +66,11 @@ func (db *DB) commit(w *pendingWrite) error {
 // commitGroup writes a group of batches: room in the memtable, sequence
 // numbers, WAL records, one sync, memtable inserts, then visibility.
 func (db *DB) commitGroup(group []*pendingWrite) error {
-	writes, force := false, false
+	writes, force, sync := false, false, !db.opts.NoSync
 	for _, w := range group {
 		writes = writes || w.batch != nil
 		force = force || w.forceFlush
+		sync = sync || w.sync
 	}
 
 	db.mu.Lock()
@@ -101,7 +103,7 @@ func (db *DB) commitGroup(group []*pendingWrite) error {
 		walBytes += int64(len(w.batch.data))
 	}
 	db.stats.walBytes.Add(walBytes)
-	if !db.opts.NoSync {
+	if sync {
 		if err := log.Sync(); err != nil {
 			return db.setBackgroundError(err)
 		}

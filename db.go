@@ -156,7 +156,21 @@ func (db *DB) DeleteRange(start, end []byte) error {
 // If the WAL cannot be written or synced, or a flush or compaction fails,
 // the DB stops taking writes: this and every later write returns that
 // error (reads go on). Close and reopen to recover from the WAL.
-func (db *DB) Apply(b *Batch) error {
+func (db *DB) Apply(b *Batch) error { return db.ApplyWithOptions(b, WriteOptions{}) }
+
+// WriteOptions choose how one write is made durable.
+type WriteOptions struct {
+	// Sync makes the write survive a power loss before it returns: the WAL
+	// is fsynced even if the store was opened with Options.NoSync. A synced
+	// write makes every write committed with it or before it durable too.
+	// Without it, Options.NoSync decides.
+	Sync bool
+}
+
+// ApplyWithOptions is Apply with a choice of durability for this batch, so
+// that a store opened with NoSync can still make some writes (a replicated
+// log, say) durable one by one, beside unsynced derived state.
+func (db *DB) ApplyWithOptions(b *Batch, o WriteOptions) error {
 	if err := db.enter(); err != nil {
 		return err
 	}
@@ -164,7 +178,7 @@ func (db *DB) Apply(b *Batch) error {
 	if b == nil || b.empty() {
 		return nil
 	}
-	return db.commit(&pendingWrite{batch: b})
+	return db.commit(&pendingWrite{batch: b, sync: o.Sync})
 }
 
 // Get returns a copy of the newest value of key, or ErrNotFound.
