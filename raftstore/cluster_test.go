@@ -129,6 +129,19 @@ type cluster struct {
 	compared int
 }
 
+// newCluster returns an empty cluster whose running nodes are shut down
+// when the test ends, so that none logs to a finished test.
+func newCluster(t *testing.T) *cluster {
+	c := &cluster{t: t}
+	t.Cleanup(func() {
+		for _, n := range c.running() {
+			n.raft.Shutdown().Error()
+			n.store.Close()
+		}
+	})
+	return c
+}
+
 func (c *cluster) addr(n *node) raft.ServerAddress { return raft.ServerAddress(n.id) }
 
 // start opens n's store and snapshot store, connects a new transport to the
@@ -376,7 +389,7 @@ func TestCluster(t *testing.T) {
 		t.Skip("a three-node cluster")
 	}
 	root := t.TempDir()
-	c := &cluster{t: t}
+	c := newCluster(t)
 	for _, id := range []raft.ServerID{"n1", "n2", "n3"} {
 		n := &node{id: id, dir: filepath.Join(root, string(id))}
 		if id == "n3" {
@@ -384,12 +397,6 @@ func TestCluster(t *testing.T) {
 		}
 		c.nodes = append(c.nodes, n)
 	}
-	defer func() {
-		for _, n := range c.running() {
-			n.raft.Shutdown().Error()
-			n.store.Close()
-		}
-	}()
 	for i, n := range c.nodes {
 		c.start(n, i == 0)
 	}
@@ -404,12 +411,8 @@ func TestCluster(t *testing.T) {
 	// its directory.
 	old := c.leader()
 	c.stop(old)
-	newLeader := c.leader()
-	if newLeader == old {
-		t.Fatal("no failover")
-	}
+	c.apply(applied, applied+phase) // through a new leader
 	failovers := 1
-	c.apply(applied, applied+phase)
 	applied += phase
 	began := time.Now()
 	c.start(old, false)
@@ -430,11 +433,8 @@ func TestCluster(t *testing.T) {
 	c.apply(applied, applied+phase/3)
 	applied += phase / 3
 	c.crash(n3)
-	if c.leader() == n3 {
-		t.Fatal("no failover")
-	}
+	c.apply(applied, applied+phase) // through a new leader
 	failovers++
-	c.apply(applied, applied+phase)
 	applied += phase
 	began = time.Now()
 	c.start(n3, false)
@@ -465,7 +465,7 @@ func TestCluster(t *testing.T) {
 // store's missing keys read as "not found" to raft, then restarts it on
 // the same store.
 func TestFreshStart(t *testing.T) {
-	c := &cluster{t: t}
+	c := newCluster(t)
 	n := &node{id: "solo", dir: t.TempDir()}
 	c.nodes = []*node{n}
 	for round := 0; round < 2; round++ {

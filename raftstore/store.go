@@ -33,7 +33,9 @@
 //	27+n+m  8     AppendedAt seconds since 1970-01-01 UTC, signed (if present)
 //	35+n+m  4     AppendedAt nanoseconds within the second, 0 to 999999999 (if present)
 //
-// Nothing follows the last field. A value of another version, or whose
+// Nothing follows the last field. AppendedAt comes back as the same
+// instant in the local time zone, without a monotonic clock reading. A
+// value of another version, or whose
 // lengths do not add up to its size, is reported as corruption
 // (errors.Is(err, shale.ErrCorruption)), naming the store's directory and
 // the index; it is never returned as a log entry.
@@ -180,10 +182,15 @@ func (s *Store) StoreLog(log *raft.Log) error {
 	return s.StoreLogs([]*raft.Log{log})
 }
 
-// StoreLogs stores the entries in one atomic, synced batch.
+// StoreLogs stores the entries in one atomic, synced batch. An entry whose
+// Data or Extensions is 4 GiB or more is refused, and then none is stored.
 func (s *Store) StoreLogs(logs []*raft.Log) error {
 	b := s.db.NewBatch()
 	for _, l := range logs {
+		if len(l.Data) > math.MaxUint32 || len(l.Extensions) > math.MaxUint32 {
+			return fmt.Errorf("raftstore: log entry %d: %d bytes of data and %d of extensions; the format holds less than 4 GiB of each",
+				l.Index, len(l.Data), len(l.Extensions))
+		}
 		b.Put(logKey(l.Index), encodeLog(l))
 	}
 	return s.db.ApplyWithOptions(b, synced)
