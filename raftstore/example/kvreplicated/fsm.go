@@ -37,6 +37,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -285,8 +286,11 @@ func readSnapshot(r io.Reader, put func(k, v []byte)) (uint64, error) {
 	if got := binary.BigEndian.Uint32(sum[:]); got != want {
 		return 0, fmt.Errorf("snapshot checksum %08x, computed %08x", got, want)
 	}
-	if _, err := br.r.ReadByte(); err != io.EOF {
+	switch _, err := br.r.ReadByte(); {
+	case err == nil:
 		return 0, errors.New("snapshot has bytes after its checksum")
+	case err != io.EOF:
+		return 0, err
 	}
 	return applied, nil
 }
@@ -324,9 +328,10 @@ func (c *crcReader) field() ([]byte, error) {
 	if n > maxField {
 		return nil, fmt.Errorf("length %d is over %d", n, maxField)
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(c, b); err != nil {
+	// Grow with the bytes that arrive, not with what a length claims.
+	var b bytes.Buffer
+	if _, err := io.CopyN(&b, c, int64(n)); err != nil {
 		return nil, io.ErrUnexpectedEOF
 	}
-	return b, nil
+	return b.Bytes(), nil
 }
