@@ -33,12 +33,12 @@
 //	27+n+m  8     AppendedAt seconds since 1970-01-01 UTC, signed (if present)
 //	35+n+m  4     AppendedAt nanoseconds within the second, 0 to 999999999 (if present)
 //
-// Nothing follows the last field. AppendedAt comes back as the same
-// instant in the local time zone, without a monotonic clock reading. A
-// value of another version, or whose
-// lengths do not add up to its size, is reported as corruption
-// (errors.Is(err, shale.ErrCorruption)), naming the store's directory and
-// the index; it is never returned as a log entry.
+// Nothing follows the last field. Empty Data and Extensions come back nil;
+// AppendedAt comes back as the same instant in the local time zone, without
+// a monotonic clock reading. A value of another version, one whose lengths
+// do not add up to its size, or one holding another index, is reported as
+// corruption (errors.Is(err, shale.ErrCorruption)) naming the store's
+// directory and the index; it is never returned as a log entry.
 //
 // # Durability
 //
