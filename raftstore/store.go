@@ -58,7 +58,6 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/shale-db/shale"
-	"github.com/shale-db/shale/internal/base"
 )
 
 // ErrKeyNotFound is what Get and GetUint64 return for a key never set. Its
@@ -154,7 +153,7 @@ func (s *Store) edgeIndex(move func(*shale.Iterator) bool) (idx uint64, err erro
 	}
 	k := it.Key()
 	if len(k) != logKeyLen {
-		return 0, base.CorruptionErrorf(s.dir, -1, "raft log key %x is %d bytes, want %d", k, len(k), logKeyLen)
+		return 0, corruptf(s.dir, "raft log key %x is %d bytes, want %d", k, len(k), logKeyLen)
 	}
 	return binary.BigEndian.Uint64(k[1:]), nil
 }
@@ -169,10 +168,10 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 		return err
 	}
 	if err := decodeLog(v, log); err != nil {
-		return base.CorruptionErrorf(s.dir, -1, "raft log entry %d: %v", index, err)
+		return corruptf(s.dir, "raft log entry %d: %v", index, err)
 	}
 	if log.Index != index {
-		return base.CorruptionErrorf(s.dir, -1, "raft log entry %d holds index %d", index, log.Index)
+		return corruptf(s.dir, "raft log entry %d holds index %d", index, log.Index)
 	}
 	return nil
 }
@@ -240,7 +239,7 @@ func (s *Store) GetUint64(key []byte) (uint64, error) {
 		return 0, err
 	}
 	if len(v) != 8 {
-		return 0, base.CorruptionErrorf(s.dir, -1, "raft stable key %q holds %d bytes, want an 8-byte number", key, len(v))
+		return 0, corruptf(s.dir, "raft stable key %q holds %d bytes, want an 8-byte number", key, len(v))
 	}
 	return binary.BigEndian.Uint64(v), nil
 }
@@ -345,4 +344,10 @@ func (r *reader) bytes() []byte {
 		return nil
 	}
 	return r.take(int(n))
+}
+
+// corruptf is a corruption error, matching shale.ErrCorruption, naming the
+// store's directory.
+func corruptf(dir, format string, args ...any) error {
+	return fmt.Errorf("%w in %s: %s", shale.ErrCorruption, dir, fmt.Sprintf(format, args...))
 }
