@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/compaction"
 	"github.com/shale-db/shale/internal/manifest"
@@ -118,7 +119,7 @@ func (db *DB) writeL0(mem *memtable.MemTable) (*table, error) {
 
 // filterFor returns the filter for a new table at level, as the filter
 // policy decides from the current shape of the tree.
-func (db *DB) filterFor(level int, inputs []levelFile, size int64) base.FilterPolicy {
+func (db *DB) filterFor(level int, inputs []levelFile, size int64) filter.Policy {
 	db.mu.Lock()
 	v := db.current.Version
 	db.mu.Unlock()

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -440,11 +440,11 @@ func TestOpenRemovesObsoleteFiles(t *testing.T) {
 // filter is not when no seed peels its keys.
 type failingFilter struct{}
 
-func (failingFilter) Name() string                       { return "test.failing" }
-func (failingFilter) NewWriter() base.FilterWriter       { return failingFilter{} }
-func (failingFilter) Decode([]byte) (base.Filter, error) { return nil, errors.New("no filter") }
-func (failingFilter) AddHash(uint64)                     {}
-func (failingFilter) Finish() ([]byte, error)            { return nil, errors.New("no filter for these keys") }
+func (failingFilter) Name() string                         { return "test.failing" }
+func (failingFilter) NewWriter() filter.Writer             { return failingFilter{} }
+func (failingFilter) Decode([]byte) (filter.Filter, error) { return nil, errors.New("no filter") }
+func (failingFilter) AddHash(uint64)                       {}
+func (failingFilter) Finish() ([]byte, error)              { return nil, errors.New("no filter for these keys") }
 
 // TestFilterBuildFails: a filter that cannot be built fails neither the
 // flush nor the compaction writing the table (nor panics in them): the table

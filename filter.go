@@ -4,8 +4,8 @@ import (
 	"math"
 
 	"github.com/shale-db/shale/bloom"
+	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/fuse"
-	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/ribbon"
 )
@@ -23,13 +23,13 @@ import (
 type TableFilter interface {
 	// Name is the format's name as tables record it, e.g. "shale.bloom.v1".
 	Name() string
-	policy() base.FilterPolicy
+	policy() filter.Policy
 }
 
 // tableFilter seals a filter format's policy as a TableFilter.
-type tableFilter struct{ base.FilterPolicy }
+type tableFilter struct{ filter.Policy }
 
-func (f tableFilter) policy() base.FilterPolicy { return f.FilterPolicy }
+func (f tableFilter) policy() filter.Policy { return f.Policy }
 
 // BloomFilter returns a cache-line-blocked Bloom filter at bitsPerKey
 // (about 1% false positives at 10). Below 1 bit per key it returns nil: no
@@ -74,7 +74,7 @@ var _ = [1]struct{}{}[NumLevels-manifest.NumLevels]
 
 // knownFilters are the filter formats a table may carry. A table whose
 // filter is not among them is read without filter skips.
-var knownFilters = []base.FilterPolicy{bloom.NewPolicy(10), fuse.NewPolicy(), ribbon.NewPolicy(10)}
+var knownFilters = []filter.Policy{bloom.NewPolicy(10), fuse.NewPolicy(), ribbon.NewPolicy(10)}
 
 // FilterPolicy chooses the filter of each new SSTable: the same one
 // everywhere (UniformFilter), one per level (PerLevelFilters), or one sized

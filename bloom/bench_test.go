@@ -12,7 +12,7 @@ import (
 // (1.2 MB at 10 bits per key) is larger than this machine's per-core L2.
 const benchKeys = 1 << 20
 
-// BenchmarkProbe measures a probe, through base.Filter as a table reader
+// BenchmarkProbe measures a probe, through filter.Filter as a table reader
 // makes it, of a filter of 1M keys: layout × bits per key × key set ×
 // present or absent key. The hash is computed beforehand, as a point lookup
 // computes it once for all files. An absent-key run also reports the rate

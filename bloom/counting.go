@@ -1,8 +1,6 @@
 package bloom
 
-import (
-	"github.com/shale-db/shale/internal/base"
-)
+import "github.com/shale-db/shale/filter"
 
 // Counting is a counting Bloom filter: the blocked layout of Filter with a
 // 4-bit counter in place of each bit (two to a byte, format.go layout 2), so
@@ -62,7 +60,7 @@ func (c *Counting) probe(h uint64, f func(b *byte, shift uint) bool) {
 }
 
 // Add adds item: it increments each of item's counters that is below 15.
-func (c *Counting) Add(item []byte) { c.add(base.FilterHash(item)) }
+func (c *Counting) Add(item []byte) { c.add(filter.Hash(item)) }
 
 func (c *Counting) add(h uint64) {
 	c.probe(h, func(b *byte, shift uint) bool {
@@ -75,7 +73,7 @@ func (c *Counting) add(h uint64) {
 
 // MayContain reports whether item may be in the filter: false only if it
 // was never added, or (see Counting) removed as often as added.
-func (c *Counting) MayContain(item []byte) bool { return c.mayContain(base.FilterHash(item)) }
+func (c *Counting) MayContain(item []byte) bool { return c.mayContain(filter.Hash(item)) }
 
 func (c *Counting) mayContain(h uint64) bool {
 	all := true
@@ -89,7 +87,7 @@ func (c *Counting) mayContain(h uint64) bool {
 // Remove removes item, if MayContain(item), by decrementing each of its
 // counters that is neither 0 nor saturated, and reports whether it did. See
 // Counting for what removing an item that is not in the filter does.
-func (c *Counting) Remove(item []byte) bool { return c.remove(base.FilterHash(item)) }
+func (c *Counting) Remove(item []byte) bool { return c.remove(filter.Hash(item)) }
 
 func (c *Counting) remove(h uint64) bool {
 	if !c.mayContain(h) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
-	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/filtertest"
 )
 
@@ -20,7 +20,7 @@ import (
 //	decode                          what Decode makes of the hex input
 func TestDataDriven(t *testing.T) {
 	var data []byte // the last filter built
-	var filter base.Filter
+	var filter filter.Filter
 	datadriven.RunTest(t, "testdata/bloom", func(t *testing.T, d *datadriven.TestData) string {
 		switch d.Cmd {
 		case "sizing":

@@ -50,7 +50,7 @@
 //
 // # Measurements
 //
-// Filters of 1M (2^20) keys, probed through base.Filter with precomputed
+// Filters of 1M (2^20) keys, probed through filter.Filter with precomputed
 // hashes by 1M present keys and 1M keys never added; "expected" is the
 // layout's own rate (blockedRate, or the formula), "formula" the textbook
 // rate at k = ProbesForBitsPerKey; probe times are medians of 5 runs, random

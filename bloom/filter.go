@@ -3,7 +3,7 @@ package bloom
 import (
 	"fmt"
 
-	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/filter"
 )
 
 // Filter is a Bloom filter for use outside the engine, e.g. a blocklist in
@@ -11,7 +11,7 @@ import (
 // that its own expected rate, not the textbook one, meets the rate asked for,
 // and it encodes to the same bytes (format.go), so a table's filter can be
 // loaded into a Filter and a marshalled Filter decoded by the table policy.
-// Items are hashed with base.FilterHash.
+// Items are hashed with filter.Hash.
 //
 // Use New or UnmarshalBinary to make one. A Filter is not safe for
 // concurrent use while items are added; concurrent MayContain calls are.
@@ -44,10 +44,10 @@ func NewWithBitsPerKey(expectedItems int, bitsPerKey float64) *Filter {
 }
 
 // Add adds item.
-func (f *Filter) Add(item []byte) { f.bits.add(base.FilterHash(item)) }
+func (f *Filter) Add(item []byte) { f.bits.add(filter.Hash(item)) }
 
 // MayContain reports false only if item was never added.
-func (f *Filter) MayContain(item []byte) bool { return f.bits.MayContain(base.FilterHash(item)) }
+func (f *Filter) MayContain(item []byte) bool { return f.bits.MayContain(filter.Hash(item)) }
 
 // K returns the number of probes per item.
 func (f *Filter) K() int { return f.bits.k }

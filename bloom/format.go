@@ -22,7 +22,7 @@ package bloom
 // and checks that the length of the data is exactly S·L + 15; n is not
 // needed to probe and is kept so that a filter can report its bits per key.
 //
-// Probing a 64-bit key hash h (base.FilterHash: xxhash64 of the key):
+// Probing a 64-bit key hash h (filter.Hash: xxhash64 of the key):
 //
 //	line   = (h>>32) · L >> 32            the high half of h, scaled to [0, L)
 //	x      = uint32(h)                     the low half of h

@@ -5,12 +5,12 @@ import (
 	"math"
 	"testing"
 
-	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/filtertest"
 )
 
 // build returns the table filter of hashes at bitsPerKey, decoded.
-func build(tb testing.TB, bitsPerKey int, hashes []uint64) base.Filter {
+func build(tb testing.TB, bitsPerKey int, hashes []uint64) filter.Filter {
 	tb.Helper()
 	p := NewPolicy(bitsPerKey)
 	w := p.NewWriter()

@@ -3,7 +3,7 @@ package bloom
 import (
 	"fmt"
 
-	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/filter"
 )
 
 // PolicyName is the name of the table filter format, written into every
@@ -15,7 +15,7 @@ const PolicyName = "shale.bloom.v1"
 // (blockedProbes: 6 at 10 bits per key), in the format at the top of
 // format.go. Its Decode reads a filter of that format written at any bits
 // per key. It panics if bitsPerKey < 1.
-func NewPolicy(bitsPerKey int) base.FilterPolicy {
+func NewPolicy(bitsPerKey int) filter.Policy {
 	if bitsPerKey < 1 {
 		panic(fmt.Sprintf("bloom: %d bits per key", bitsPerKey))
 	}
@@ -31,11 +31,11 @@ type policy struct {
 func (policy) Name() string { return PolicyName }
 
 // NewWriter returns a writer of one filter.
-func (p policy) NewWriter() base.FilterWriter { return &writer{policy: p} }
+func (p policy) NewWriter() filter.Writer { return &writer{policy: p} }
 
 // Decode checks the trailer of data against its length and returns a filter
 // that probes data in place; data must not change while the filter is used.
-func (policy) Decode(data []byte) (base.Filter, error) {
+func (policy) Decode(data []byte) (filter.Filter, error) {
 	t, lines, err := parseTrailer(data, layoutBits, "bloom filter")
 	if err != nil {
 		return nil, err
@@ -47,7 +47,7 @@ func (policy) Decode(data []byte) (base.Filter, error) {
 // of distinct hashes.
 type writer struct {
 	policy
-	hashes base.HashList
+	hashes filter.HashList
 }
 
 // AddHash adds the hash of a key. A hash equal to the one added just before

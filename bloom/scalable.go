@@ -25,6 +25,7 @@ import (
 	"math"
 	"math/bits"
 
+	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/base"
 )
 
@@ -98,7 +99,7 @@ func (s *Scalable) layerRate(i int) float64 {
 
 // Add adds item and reports whether it did: false when MayContain(item) was
 // already true, so an item added twice fills no extra room.
-func (s *Scalable) Add(item []byte) bool { return s.add(base.FilterHash(item)) }
+func (s *Scalable) Add(item []byte) bool { return s.add(filter.Hash(item)) }
 
 func (s *Scalable) add(h uint64) bool {
 	if s.mayContain(h) {
@@ -116,7 +117,7 @@ func (s *Scalable) add(h uint64) bool {
 }
 
 // MayContain reports false only if item was never added.
-func (s *Scalable) MayContain(item []byte) bool { return s.mayContain(base.FilterHash(item)) }
+func (s *Scalable) MayContain(item []byte) bool { return s.mayContain(filter.Hash(item)) }
 
 func (s *Scalable) mayContain(h uint64) bool {
 	for _, l := range s.layers {

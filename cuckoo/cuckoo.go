@@ -11,7 +11,7 @@ package cuckoo
 //	               at offset 14 + i·f/2, and its slot s (0..3) is bits
 //	               s·f..s·f+f-1 of it; a slot of 0 is empty
 //
-// An item with hash h (base.FilterHash) has the fingerprint and buckets
+// An item with hash h (filter.Hash) has the fingerprint and buckets
 //
 //	fp = uint32(h) mod (2^f - 1) + 1       never 0, the empty slot
 //	i1 = (h · N) >> 64                     the high bits of h, scaled to [0, N)
@@ -30,6 +30,7 @@ import (
 	"math"
 	"math/bits"
 
+	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/base"
 )
 
@@ -141,7 +142,7 @@ func (c *Filter) slot(v uint64, s uint) uint64 { return v >> (s * c.f) & c.fpMas
 
 // locate returns the fingerprint of item and its first bucket.
 func (c *Filter) locate(item []byte) (fp uint64, i1 uint32) {
-	h := base.FilterHash(item)
+	h := filter.Hash(item)
 	fp = uint64(uint32(h))%c.fpMask() + 1
 	hi, _ := bits.Mul64(h, uint64(c.n))
 	return fp, uint32(hi)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/bloom"
-	"github.com/shale-db/shale/internal/base"
+	tablefilter "github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/filtertest"
 )
 
@@ -15,10 +15,10 @@ const benchKeys = 1 << 20
 
 // The filters compared: this package's, and the Bloom filter the engine
 // uses by default, at 10 bits per key. Both are built and probed through
-// base.FilterPolicy, as a table writer and reader use them.
+// tablefilter.Policy, as a table writer and reader use them.
 var candidates = []struct {
 	name   string
-	policy base.FilterPolicy
+	policy tablefilter.Policy
 }{
 	{"fuse8", NewPolicy()},
 	{"bloom10", bloom.NewPolicy(10)},

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
-	"github.com/shale-db/shale/internal/base"
+	tablefilter "github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/filtertest"
 )
 
@@ -21,7 +21,7 @@ import (
 //	decode                 what Decode makes of the hex input
 func TestDataDriven(t *testing.T) {
 	var data []byte // the last filter built
-	var filter base.Filter
+	var filter tablefilter.Filter
 	datadriven.RunTest(t, "testdata/fuse", func(t *testing.T, d *datadriven.TestData) string {
 		switch d.Cmd {
 		case "params":

@@ -13,7 +13,7 @@
 // how a table's filter is made anyway.
 //
 // Against the Bloom filter the engine uses by default (package bloom, 10
-// bits per key), for 1M (2^20) keys, probed through base.Filter with
+// bits per key), for 1M (2^20) keys, probed through tablefilter.Filter with
 // precomputed hashes; medians of 5 runs, random keys / sequential keys
 // ("key%010d"), on a shared 2-core AMD EPYC:
 //

@@ -31,6 +31,8 @@ import (
 	"math/bits"
 	"slices"
 
+	tablefilter "github.com/shale-db/shale/filter"
+
 	"github.com/shale-db/shale/internal/base"
 )
 
@@ -101,7 +103,7 @@ const PolicyName = "shale.fuse8.v1"
 
 // NewPolicy returns the filter policy of binary fuse filters with 8-bit
 // fingerprints.
-func NewPolicy() base.FilterPolicy { return policy{} }
+func NewPolicy() tablefilter.Policy { return policy{} }
 
 type policy struct{}
 
@@ -109,11 +111,11 @@ type policy struct{}
 func (policy) Name() string { return PolicyName }
 
 // NewWriter returns a writer of one filter.
-func (policy) NewWriter() base.FilterWriter { return &writer{} }
+func (policy) NewWriter() tablefilter.Writer { return &writer{} }
 
 // Decode checks the header of data against its length and returns a filter
 // that probes data in place; data must not change while the filter is used.
-func (policy) Decode(data []byte) (base.Filter, error) {
+func (policy) Decode(data []byte) (tablefilter.Filter, error) {
 	const name = "fuse filter"
 	if len(data) < headerLen {
 		return nil, base.CorruptionErrorf(name, -1, "%d bytes, shorter than the %d-byte header", len(data), headerLen)
@@ -158,7 +160,7 @@ func (f filter) MayContain(h uint64) bool {
 }
 
 // writer collects hashes until Finish.
-type writer struct{ hashes base.HashList }
+type writer struct{ hashes tablefilter.HashList }
 
 // AddHash adds the hash of a key. A hash equal to the one added just before
 // is dropped here; other repeats are dropped by Finish.

@@ -7,12 +7,13 @@ import (
 	"math"
 	"testing"
 
+	tablefilter "github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/filtertest"
 )
 
 // buildFilter returns the decoded filter of hashes and its encoding.
-func buildFilter(tb testing.TB, hashes []uint64) (base.Filter, []byte) {
+func buildFilter(tb testing.TB, hashes []uint64) (tablefilter.Filter, []byte) {
 	tb.Helper()
 	w := NewPolicy().NewWriter()
 	for _, h := range hashes {

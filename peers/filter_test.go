@@ -56,7 +56,7 @@ type filterImpl struct {
 
 var filterImpls = []filterImpl{
 	{"shale", func(keys [][]byte) builtFilter {
-		// base.FilterHash (internal to shale) is xxhash.Sum64 of the user key.
+		// filter.Hash (internal to shale) is xxhash.Sum64 of the user key.
 		p := bloom.NewPolicy(bitsPerKey)
 		w := p.NewWriter()
 		for _, k := range keys {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/shale-db/shale/bloom"
 	"github.com/shale-db/shale/cuckoo"
+	tablefilter "github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/fuse"
-	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/filtertest"
 )
 
@@ -22,9 +22,9 @@ const benchKeys = 1 << 20
 type set interface{ MayContain(item []byte) bool }
 
 // policyFilter probes a table filter by item.
-type policyFilter struct{ f base.Filter }
+type policyFilter struct{ f tablefilter.Filter }
 
-func (p policyFilter) MayContain(item []byte) bool { return p.f.MayContain(base.FilterHash(item)) }
+func (p policyFilter) MayContain(item []byte) bool { return p.f.MayContain(tablefilter.Hash(item)) }
 
 // compared are the filters of the comparison in doc.go; each builds a
 // filter of items and returns it with its size in bytes.
@@ -50,11 +50,11 @@ var compared = []struct {
 	{"ribbon14", tableFilter(NewPolicy(14))},
 }
 
-func tableFilter(p base.FilterPolicy) func(items [][]byte) (set, int) {
+func tableFilter(p tablefilter.Policy) func(items [][]byte) (set, int) {
 	return func(items [][]byte) (set, int) {
 		w := p.NewWriter()
 		for _, it := range items {
-			w.AddHash(base.FilterHash(it))
+			w.AddHash(tablefilter.Hash(it))
 		}
 		data, err := w.Finish()
 		if err != nil {

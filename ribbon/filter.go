@@ -1,14 +1,12 @@
 package ribbon
 
-import (
-	"github.com/shale-db/shale/internal/base"
-)
+import tablefilter "github.com/shale-db/shale/filter"
 
 // Filter is a Ribbon filter for use outside the engine: a static set,
 // built once from all its items, at any bits per key. It encodes to the
 // table policy's format (ribbon.go), so a table's filter can be loaded
 // into a Filter and a marshalled Filter decoded by the table policy. Items
-// are hashed with base.FilterHash.
+// are hashed with tablefilter.Hash.
 //
 // Use New or UnmarshalBinary to make one. A Filter is safe for concurrent
 // use.
@@ -26,7 +24,7 @@ func New(items [][]byte, bitsPerKey float64) (*Filter, error) {
 	checkBitsPerKey(bitsPerKey)
 	hashes := make([]uint64, len(items))
 	for i, item := range items {
-		hashes[i] = base.FilterHash(item)
+		hashes[i] = tablefilter.Hash(item)
 	}
 	data, _, err := build(hashes, bitsPerKey)
 	if err != nil {
@@ -40,7 +38,7 @@ func New(items [][]byte, bitsPerKey float64) (*Filter, error) {
 }
 
 // MayContain reports false only if item was not among the filter's items.
-func (f *Filter) MayContain(item []byte) bool { return f.f.MayContain(base.FilterHash(item)) }
+func (f *Filter) MayContain(item []byte) bool { return f.f.MayContain(tablefilter.Hash(item)) }
 
 // Len returns the number of items the filter was built from.
 func (f *Filter) Len() int { return int(f.keys) }

@@ -1,8 +1,6 @@
 package ribbon
 
-import (
-	"github.com/shale-db/shale/internal/base"
-)
+import tablefilter "github.com/shale-db/shale/filter"
 
 // PolicyName is the name of the table filter format, written into every
 // table that carries one. Stable forever.
@@ -17,7 +15,7 @@ const PolicyName = "shale.ribbon.v1"
 // and Finish about 21 more besides the filter itself (the keys' mixed
 // hashes, 8 bytes a key, and the banded system, 12 bytes a slot at about
 // 1.1 slots a key): about 30 bytes a key in all.
-func NewPolicy(bitsPerKey float64) base.FilterPolicy {
+func NewPolicy(bitsPerKey float64) tablefilter.Policy {
 	checkBitsPerKey(bitsPerKey)
 	return policy{bitsPerKey: bitsPerKey}
 }
@@ -28,11 +26,11 @@ type policy struct{ bitsPerKey float64 }
 func (policy) Name() string { return PolicyName }
 
 // NewWriter returns a writer of one filter.
-func (p policy) NewWriter() base.FilterWriter { return &writer{policy: p} }
+func (p policy) NewWriter() tablefilter.Writer { return &writer{policy: p} }
 
 // Decode checks the header of data against its length and returns a filter
 // that probes data in place; data must not change while the filter is used.
-func (policy) Decode(data []byte) (base.Filter, error) {
+func (policy) Decode(data []byte) (tablefilter.Filter, error) {
 	f, _, err := parse(data, "ribbon filter")
 	if err != nil {
 		return nil, err
@@ -43,7 +41,7 @@ func (policy) Decode(data []byte) (base.Filter, error) {
 // writer collects hashes until Finish.
 type writer struct {
 	policy
-	hashes base.HashList
+	hashes tablefilter.HashList
 }
 
 // AddHash adds the hash of a key. A hash equal to the one added just before

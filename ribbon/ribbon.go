@@ -22,7 +22,7 @@ package ribbon
 // key starting in a lower block and 2^-(r+1) in an upper one, and r and U
 // set the bits per key to any multiple of 64 bits in all.
 //
-// Probing a 64-bit key hash h (base.FilterHash):
+// Probing a 64-bit key hash h (tablefilter.Hash):
 //
 //	a     = mix(h + seed)                   mix: MurmurHash3's 64-bit finalizer (base.Mix64)
 //	start = a·(m-63) >> 64                  the key's first slot, 0..m-64

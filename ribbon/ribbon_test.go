@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/bloom"
-	"github.com/shale-db/shale/internal/base"
+	tablefilter "github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/filtertest"
 )
 
@@ -235,7 +235,7 @@ func TestFilter(t *testing.T) {
 		if i < n && !in {
 			t.Fatalf("item %d not found", i)
 		}
-		if g.MayContain(key) != in || table.MayContain(base.FilterHash(key)) != in {
+		if g.MayContain(key) != in || table.MayContain(tablefilter.Hash(key)) != in {
 			t.Fatalf("key %d: the decoded filters disagree", i)
 		}
 		if i >= n && in {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
-	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/filter"
 )
 
 // InputHashes returns the hashes of a command's keys: the sequential keys
@@ -20,7 +20,7 @@ func InputHashes(t *testing.T, d *datadriven.TestData) []uint64 {
 	}
 	var hs []uint64
 	for _, k := range strings.Fields(d.Input) {
-		hs = append(hs, base.FilterHash([]byte(k)))
+		hs = append(hs, filter.Hash([]byte(k)))
 	}
 	return hs
 }
@@ -28,7 +28,7 @@ func InputHashes(t *testing.T, d *datadriven.TestData) []uint64 {
 // Probe answers a "probe" command: with seq=(i,j), how many of those
 // sequential keys the filter may contain; otherwise "maybe" or "definitely
 // not" for each key of the input.
-func Probe(t *testing.T, d *datadriven.TestData, f base.Filter) string {
+func Probe(t *testing.T, d *datadriven.TestData, f filter.Filter) string {
 	if d.HasArg("seq") {
 		hs := InputHashes(t, d)
 		maybe := 0
@@ -42,7 +42,7 @@ func Probe(t *testing.T, d *datadriven.TestData, f base.Filter) string {
 	var b strings.Builder
 	for _, k := range strings.Fields(d.Input) {
 		answer := "definitely not"
-		if f.MayContain(base.FilterHash([]byte(k))) {
+		if f.MayContain(filter.Hash([]byte(k))) {
 			answer = "maybe"
 		}
 		fmt.Fprintf(&b, "%s: %s\n", k, answer)
@@ -75,7 +75,7 @@ func ParseHex(t *testing.T, input string) []byte {
 }
 
 // Finish returns the filter w built, failing tb if it could not build one.
-func Finish(tb testing.TB, w base.FilterWriter) []byte {
+func Finish(tb testing.TB, w filter.Writer) []byte {
 	tb.Helper()
 	data, err := w.Finish()
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"math/rand/v2"
 	"sync"
 
-	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/filter"
 )
 
 // Set is one family of keys.
@@ -47,7 +47,7 @@ var Sets = []*Set{
 // enough for 200,000 keys added and 1,000,000 probed.
 const cachedKeys = 1_200_000
 
-// Hashes returns the base.FilterHash of keys [from, to). The slice may be
+// Hashes returns the filter.Hash of keys [from, to). The slice may be
 // shared; callers must not modify it.
 func (s *Set) Hashes(from, to int) []uint64 {
 	if to <= cachedKeys {
@@ -60,13 +60,13 @@ func (s *Set) Hashes(from, to int) []uint64 {
 func (s *Set) compute(from, to int) []uint64 {
 	hs := make([]uint64, 0, to-from)
 	for i := from; i < to; i++ {
-		hs = append(hs, base.FilterHash(s.Key(i)))
+		hs = append(hs, filter.Hash(s.Key(i)))
 	}
 	return hs
 }
 
 // PositiveRate returns the fraction of hashes f may contain.
-func PositiveRate(f base.Filter, hashes []uint64) float64 {
+func PositiveRate(f filter.Filter, hashes []uint64) float64 {
 	n := 0
 	for _, h := range hashes {
 		if f.MayContain(h) {

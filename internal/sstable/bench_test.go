@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/bloom"
+	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/cache"
 	"github.com/shale-db/shale/vfs"
@@ -15,10 +16,10 @@ const benchKeys = 100_000
 // benchTable writes benchKeys entries, keys "key%08d" of the even numbers
 // (so odd ones are absent) and 100-byte values, and opens the table with a
 // cache that holds all of it.
-func benchTable(b *testing.B, filter base.FilterPolicy) *Reader {
+func benchTable(b *testing.B, policy filter.Policy) *Reader {
 	fs := vfs.NewMem()
 	f, _ := fs.Create("t.sst")
-	w := NewWriter(f, WriterOptions{FilterPolicy: filter})
+	w := NewWriter(f, WriterOptions{FilterPolicy: policy})
 	value := make([]byte, 100)
 	for i := range benchKeys {
 		copy(value, fmt.Sprintf("value %d", i))
@@ -32,18 +33,18 @@ func benchTable(b *testing.B, filter base.FilterPolicy) *Reader {
 	return openTable(b, fs, "t.sst", ReaderOptions{
 		FileNum: 1,
 		Cache:   cache.New(64 << 20),
-		Filters: []base.FilterPolicy{bloom.NewPolicy(10)},
+		Filters: []filter.Policy{bloom.NewPolicy(10)},
 	})
 }
 
 func BenchmarkGet(b *testing.B) {
-	for _, filter := range []struct {
+	for _, c := range []struct {
 		name   string
-		policy base.FilterPolicy
+		policy filter.Policy
 	}{{"filter=none", nil}, {"filter=10", bloom.NewPolicy(10)}} {
-		r := benchTable(b, filter.policy)
+		r := benchTable(b, c.policy)
 		for _, present := range []bool{true, false} {
-			b.Run(fmt.Sprintf("%s/present=%v", filter.name, present), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/present=%v", c.name, present), func(b *testing.B) {
 				keys := make([][]byte, 1024)
 				for i := range keys {
 					n := 2 * (i * 7919 % benchKeys)

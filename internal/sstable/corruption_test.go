@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/bloom"
+	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/vfs"
 )
@@ -20,7 +21,7 @@ func readAll(t *testing.T, fs vfs.FS, name string, entries []kv) error {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r, err := Open(f, name, ReaderOptions{Filters: []base.FilterPolicy{bloom.NewPolicy(10)}})
+	r, err := Open(f, name, ReaderOptions{Filters: []filter.Policy{bloom.NewPolicy(10)}})
 	if err != nil {
 		return err
 	}

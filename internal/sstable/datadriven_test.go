@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/itertest"
 
 	"github.com/cockroachdb/datadriven"
@@ -112,7 +113,7 @@ func runBuild(t *testing.T, d *datadriven.TestData, stats *Stats) (*Reader, erro
 	var opts WriterOptions
 	var ropts ReaderOptions
 	ropts.Stats = stats
-	ropts.Filters = []base.FilterPolicy{bloom.NewPolicy(10)}
+	ropts.Filters = []filter.Policy{bloom.NewPolicy(10)}
 	gen := 0
 	for _, arg := range d.CmdArgs {
 		if len(arg.Vals) != 1 {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/bloom"
+	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/rangedel"
 	"github.com/shale-db/shale/vfs"
@@ -113,7 +114,7 @@ func FuzzOpen(f *testing.F) {
 		file.Close()
 		file, _ = fs.Open("t.sst")
 		defer file.Close()
-		r, err := Open(file, "t.sst", ReaderOptions{Filters: []base.FilterPolicy{bloom.NewPolicy(10)}})
+		r, err := Open(file, "t.sst", ReaderOptions{Filters: []filter.Policy{bloom.NewPolicy(10)}})
 		if err != nil {
 			checkCorruption(t, err, "t.sst")
 			return

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/bloom"
+	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/cache"
 	"github.com/shale-db/shale/vfs"
@@ -74,7 +75,7 @@ func TestRandomAgainstModel(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(run), 7))
 		entries := randomEntries(rng, 1+rng.IntN(300))
 		opts := randomOptions(rng)
-		ropts := ReaderOptions{FileNum: 1, Filters: []base.FilterPolicy{bloom.NewPolicy(10)}, Stats: &Stats{}}
+		ropts := ReaderOptions{FileNum: 1, Filters: []filter.Policy{bloom.NewPolicy(10)}, Stats: &Stats{}}
 		if run%2 == 0 {
 			ropts.Cache = cache.New(rng.IntN(8 << 10)) // small: blocks get evicted
 		}
@@ -235,7 +236,7 @@ func TestConcurrentReads(t *testing.T) {
 	fs := vfs.NewMem()
 	buildTable(t, fs, "t.sst", entries, WriterOptions{BlockSize: 256, FilterPolicy: bloom.NewPolicy(10)})
 	stats := &Stats{}
-	r := openTable(t, fs, "t.sst", ReaderOptions{FileNum: 1, Cache: cache.New(4 << 10), Stats: stats, Filters: []base.FilterPolicy{bloom.NewPolicy(10)}})
+	r := openTable(t, fs, "t.sst", ReaderOptions{FileNum: 1, Cache: cache.New(4 << 10), Stats: stats, Filters: []filter.Policy{bloom.NewPolicy(10)}})
 	defer r.Close()
 	var wg sync.WaitGroup
 	for g := range 4 {

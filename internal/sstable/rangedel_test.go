@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/bloom"
+	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/rangedel"
 	"github.com/shale-db/shale/vfs"
@@ -66,7 +67,7 @@ func TestRangeDels(t *testing.T) {
 		t.Errorf("seqnums %d-%d, want 3-9", props.SmallestSeq, props.LargestSeq)
 	}
 
-	r := openTable(t, fs, "t", ReaderOptions{Filters: []base.FilterPolicy{bloom.NewPolicy(10)}})
+	r := openTable(t, fs, "t", ReaderOptions{Filters: []filter.Policy{bloom.NewPolicy(10)}})
 	defer r.Close()
 	if got := r.RangeDels().String(); got != spans.String() {
 		t.Errorf("tombstones read back %s, want %s", got, spans)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/cache"
 	"github.com/shale-db/shale/internal/rangedel"
@@ -25,7 +26,7 @@ type ReaderOptions struct {
 	RowCache *RowCache
 	// Filters are the filter policies the reader knows, matched by name. A
 	// table whose filter is of none of them is read without its filter.
-	Filters []base.FilterPolicy
+	Filters []filter.Policy
 	// Stats, when not nil, is where the reader counts its work; several
 	// readers may share one.
 	Stats *Stats
@@ -116,7 +117,7 @@ type Reader struct {
 
 	index       []byte // index block contents
 	indexOffset int64
-	filter      base.Filter // nil: no filter, or one of an unknown policy
+	filter      filter.Filter // nil: no filter, or one of an unknown policy
 	filterSize  int
 	props       *Properties
 	rangeDels   rangedel.Spans // the range tombstones, fragmented
@@ -165,7 +166,7 @@ func (r *Reader) open() error {
 		return err
 	}
 	var propsHandle, filterHandle, rangeDelHandle *blockHandle
-	var filterPolicy base.FilterPolicy
+	var filterPolicy filter.Policy
 	for valid := it.First(); valid; valid = it.Next() {
 		h, n := decodeHandle(it.val)
 		if n == 0 || n != len(it.val) {
@@ -312,7 +313,7 @@ func (r *Reader) Get(ukey []byte, seq base.SeqNum, trace *GetTrace) (value []byt
 	}
 	if r.filter != nil {
 		r.stats.FilterChecks.Add(1)
-		may := r.filter.MayContain(base.FilterHash(ukey))
+		may := r.filter.MayContain(filter.Hash(ukey))
 		if trace != nil {
 			trace.FilterChecked, trace.FilterMayContain = true, may
 		}

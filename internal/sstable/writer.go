@@ -79,7 +79,7 @@
 // memory, small.
 //
 // The filter block holds what the FilterPolicy's writer returned after it
-// was given base.FilterHash of each distinct user key in the table, once.
+// was given filter.Hash of each distinct user key in the table, once.
 // When the writer cannot build a filter for those keys (a binary fuse
 // filter that no seed peels), the table has no filter block and no
 // filter-policy property, and filter-error says why.
@@ -150,6 +150,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/golang/snappy"
+	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/rangedel"
 	"github.com/shale-db/shale/vfs"
@@ -175,7 +176,7 @@ type WriterOptions struct {
 	// block. 0: 16.
 	RestartInterval int
 	// FilterPolicy builds the table's filter. nil: no filter.
-	FilterPolicy base.FilterPolicy
+	FilterPolicy filter.Policy
 	// Compression of blocks. The zero value is SnappyCompression.
 	Compression Compression
 }
@@ -190,7 +191,7 @@ type Writer struct {
 	offset  uint64 // bytes written so far
 	data    blockWriter
 	index   blockWriter
-	filter  base.FilterWriter
+	filter  filter.Writer
 	props   Properties
 	lastKey base.InternalKey // owned copy of the last key added
 	// rangeDels are the table's range tombstones (SetRangeDels).
@@ -265,7 +266,7 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 	if w.props.NumEntries == 0 || !bytes.Equal(key.UserKey, w.lastKey.UserKey) {
 		w.props.NumUserKeys++
 		if w.filter != nil {
-			w.filter.AddHash(base.FilterHash(key.UserKey))
+			w.filter.AddHash(filter.Hash(key.UserKey))
 		}
 	}
 	w.keyBuf = key.Append(w.keyBuf[:0])

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/shale-db/shale/bloom"
+	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/vfs"
 )
@@ -177,11 +178,11 @@ type failingFilter struct{}
 
 var errNoFilter = errors.New("no filter for these keys")
 
-func (failingFilter) Name() string                       { return "test.failing" }
-func (failingFilter) NewWriter() base.FilterWriter       { return failingFilter{} }
-func (failingFilter) Decode([]byte) (base.Filter, error) { return nil, errNoFilter }
-func (failingFilter) AddHash(uint64)                     {}
-func (failingFilter) Finish() ([]byte, error)            { return nil, errNoFilter }
+func (failingFilter) Name() string                         { return "test.failing" }
+func (failingFilter) NewWriter() filter.Writer             { return failingFilter{} }
+func (failingFilter) Decode([]byte) (filter.Filter, error) { return nil, errNoFilter }
+func (failingFilter) AddHash(uint64)                       {}
+func (failingFilter) Finish() ([]byte, error)              { return nil, errNoFilter }
 
 // TestFilterFails: when the filter cannot be built, the table is written
 // without one, and its properties say which filter failed and why.
@@ -189,7 +190,7 @@ func TestFilterFails(t *testing.T) {
 	fs := vfs.NewMem()
 	entries := []kv{{base.MakeInternalKey([]byte("a"), 1, base.KindSet), []byte("x")}}
 	props := buildTable(t, fs, "t.sst", entries, WriterOptions{FilterPolicy: failingFilter{}})
-	r := openTable(t, fs, "t.sst", ReaderOptions{Filters: []base.FilterPolicy{failingFilter{}}})
+	r := openTable(t, fs, "t.sst", ReaderOptions{Filters: []filter.Policy{failingFilter{}}})
 	defer r.Close()
 	const wantErr = "test.failing: no filter for these keys"
 	for name, p := range map[string]*Properties{"written": props, "read": r.Properties()} {

@@ -1,11 +1,17 @@
-package base
+// Package filter is the contract between an SSTable and the filter it
+// carries: a Policy builds one kind of filter from the hashes of a table's
+// user keys and decodes it when the table is opened. The bloom, fuse and
+// ribbon packages implement it; shale.BloomFilter, FuseFilter and
+// RibbonFilter choose among them (shale.TableFilter is sealed to the formats
+// shale can read back, so a Policy written elsewhere cannot be plugged in).
+package filter
 
 import "github.com/cespare/xxhash/v2"
 
-// FilterHash is the one hash every filter in shale is built from: xxhash64 of
+// Hash is the one hash every filter in shale is built from: xxhash64 of
 // the user key. A point lookup computes it once and probes each candidate
 // file's filter with it.
-func FilterHash(userKey []byte) uint64 { return xxhash.Sum64(userKey) }
+func Hash(userKey []byte) uint64 { return xxhash.Sum64(userKey) }
 
 // HashList collects the hashes a filter writer is given. It drops a hash
 // equal to the one just before it: a table adds its keys in order, so the
@@ -20,24 +26,24 @@ func (l *HashList) Add(h uint64) {
 	*l = append(*l, h)
 }
 
-// FilterPolicy builds and decodes one kind of per-table filter. Its Name is
+// Policy builds and decodes one kind of per-table filter. Its Name is
 // written into each table's metaindex, so a reader picks the decoder by name
 // and a table whose filter it does not know is read without filter skips.
 // The encoded filter carries its own parameters (bits per key, probes), so
 // one policy decodes filters written at any setting.
-type FilterPolicy interface {
+type Policy interface {
 	// Name identifies the format, e.g. "shale.bloom.v1". Stable forever.
 	Name() string
 	// NewWriter returns a writer that builds one filter.
-	NewWriter() FilterWriter
+	NewWriter() Writer
 	// Decode checks data and returns a filter that probes it in place.
-	// Malformed data gives an error that matches ErrCorruption.
+	// Malformed data gives an error that matches shale.ErrCorruption.
 	Decode(data []byte) (Filter, error)
 }
 
-// FilterWriter collects the hashes of one table's user keys.
-type FilterWriter interface {
-	// AddHash adds the FilterHash of a user key. Adding the same hash
+// Writer collects the hashes of one table's user keys.
+type Writer interface {
+	// AddHash adds the Hash of a user key. Adding the same hash
 	// twice in a row (versions of one key arrive together) costs nothing
 	// extra in the result.
 	AddHash(h uint64)
