@@ -11,6 +11,7 @@ import (
 	"github.com/shale-db/shale/internal/compaction"
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/memtable"
+	"github.com/shale-db/shale/internal/merging"
 	"github.com/shale-db/shale/internal/rangedel"
 	"github.com/shale-db/shale/internal/sstable"
 )
@@ -362,7 +363,7 @@ func (db *DB) runCompaction(v *version, job compactionJob) error {
 		iters = append(iters, r.NewIter())
 		tombs = append(tombs, r.RangeDels())
 	}
-	merged := compaction.NewMergingIter(iters...)
+	merged := merging.NewIter(iters...)
 	spans := rangedel.Merge(tombs...)
 	snaps := db.snapshotSeqs()
 	elide := func(ukey []byte) bool { return compaction.IsBaseLevelForKey(v.Version, job.outputLevel, ukey) }

@@ -5,7 +5,7 @@ import (
 	"sort"
 
 	"github.com/shale-db/shale/internal/base"
-	"github.com/shale-db/shale/internal/compaction"
+	"github.com/shale-db/shale/internal/merging"
 	"github.com/shale-db/shale/internal/rangedel"
 )
 
@@ -92,7 +92,7 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 			add(newLevelIter(v, level), own)
 		}
 	}
-	it := &Iterator{db: db, iter: compaction.NewMergingIter(iters...), v: v, seq: rs.seq}
+	it := &Iterator{db: db, iter: merging.NewIter(iters...), v: v, seq: rs.seq}
 	if opts != nil {
 		it.lower = bytes.Clone(opts.LowerBound)
 		it.upper = bytes.Clone(opts.UpperBound)

@@ -10,6 +10,7 @@ import (
 	"github.com/shale-db/shale/internal/compaction"
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/memtable"
+	"github.com/shale-db/shale/internal/merging"
 	"github.com/shale-db/shale/internal/rangedel"
 	"github.com/shale-db/shale/internal/wal"
 )
@@ -302,7 +303,7 @@ func (r *repairer) merge() ([]*table, error) {
 		tombs = append(tombs, r.salvage.RangeDels())
 		size += int64(r.salvage.Size())
 	}
-	merged := compaction.NewMergingIter(iters...)
+	merged := merging.NewIter(iters...)
 	// No snapshot survives a reopen, and nothing lies below the bottom
 	// level: of each key, only its newest version is kept, and a deletion,
 	// point or range, is dropped with every older version it deletes

@@ -2,7 +2,6 @@ package compaction
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -27,12 +26,9 @@ func parseKey(t testing.TB, s string) base.InternalKey {
 // parseEntries parses entries separated by spaces or newlines.
 func parseEntries(t testing.TB, s string) (keys []base.InternalKey, values [][]byte) {
 	t.Helper()
-	for _, f := range strings.Fields(s) {
-		k, v, err := itertest.ParseEntry(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys, values = append(keys, k), append(values, v)
+	keys, values, err := itertest.ParseEntries(s)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return keys, values
 }
@@ -158,49 +154,4 @@ func install(v *manifest.Version, c *Compaction, fileNum uint64) *manifest.Versi
 	next.Levels[c.OutputLevel] = append(next.Levels[c.OutputLevel], out)
 	sortLevels(next)
 	return next
-}
-
-// errIter wraps an iterator and fails, with errInjected, on its move number
-// failAt (counting from 1) and every move after.
-type errIter struct {
-	base.InternalIterator
-	moves, failAt int
-	err           error
-}
-
-var errInjected = errors.New("injected error")
-
-func (e *errIter) move(ok bool) bool {
-	e.moves++
-	if e.moves >= e.failAt {
-		e.err = errInjected
-	}
-	return ok && e.err == nil
-}
-
-func (e *errIter) First() bool            { return e.move(e.InternalIterator.First()) }
-func (e *errIter) Last() bool             { return e.move(e.InternalIterator.Last()) }
-func (e *errIter) SeekGE(key []byte) bool { return e.move(e.InternalIterator.SeekGE(key)) }
-func (e *errIter) SeekLT(key []byte) bool { return e.move(e.InternalIterator.SeekLT(key)) }
-func (e *errIter) Next() bool             { return e.move(e.InternalIterator.Next()) }
-func (e *errIter) Prev() bool             { return e.move(e.InternalIterator.Prev()) }
-func (e *errIter) Valid() bool            { return e.err == nil && e.InternalIterator.Valid() }
-func (e *errIter) Error() error           { return e.err }
-func (e *errIter) Close() error           { return e.err }
-
-// intner is the source of choices of the randomized tests: a *rand.Rand, or
-// a byteSource when fuzzing.
-type intner interface{ IntN(n int) int }
-
-// byteSource turns fuzz input into choices. Once the bytes run out, every
-// choice is 0, so any input describes a finite test.
-type byteSource struct{ b []byte }
-
-func (s *byteSource) IntN(n int) int {
-	if len(s.b) == 0 {
-		return 0
-	}
-	v := int(s.b[0]) % n
-	s.b = s.b[1:]
-	return v
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/itertest"
+	"github.com/shale-db/shale/internal/merging"
 	"github.com/shale-db/shale/internal/rangedel"
 )
 
@@ -63,7 +64,7 @@ func TestIter(t *testing.T) {
 		}
 		keys, values := parseEntries(t, strings.Join(points, "\n"))
 		spans := rangedel.Fragment(ts)
-		it := NewIter(NewSliceIter(keys, values), spans, snapshots, elide)
+		it := NewIter(itertest.NewSliceIter(keys, values), spans, snapshots, elide)
 		var b strings.Builder
 		for ok := it.First(); ok; ok = it.Next() {
 			fmt.Fprintln(&b, itertest.FormatEntry(it.Key(), it.Value()))
@@ -102,7 +103,7 @@ func FuzzIter(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{1, 2, 0, 3}, 40))
 	f.Add(bytes.Repeat([]byte{7, 0, 1, 1, 9, 4, 0}, 30))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		checkIter(t, &byteSource{data})
+		checkIter(t, itertest.NewByteSource(data))
 	})
 }
 
@@ -116,7 +117,7 @@ func FuzzIter(f *testing.F) {
 // and that nothing stays that could be dropped: at most one point version
 // of a key per stripe, and no tombstone, point or range, in the bottom
 // stripe over keys with nothing deeper.
-func checkIter(t *testing.T, src intner) {
+func checkIter(t *testing.T, src itertest.Intner) {
 	const maxSeq = 40
 	nkeys := 1 + src.IntN(4)
 	ukey := func(i int) []byte { return []byte{'a' + byte(i)} }
@@ -165,11 +166,11 @@ func checkIter(t *testing.T, src intner) {
 		for j, k := range keys {
 			values[j] = valueOf(k)
 		}
-		children[c] = NewSliceIter(keys, values)
+		children[c] = itertest.NewSliceIter(keys, values)
 	}
 
 	spans := rangedel.Fragment(tombstones)
-	it := NewIter(NewMergingIter(children...), spans, snapshots, func(k []byte) bool { return !deeper[k[0]-'a'] })
+	it := NewIter(merging.NewIter(children...), spans, snapshots, func(k []byte) bool { return !deeper[k[0]-'a'] })
 	output := make([][]base.InternalKey, nkeys)
 	var prev base.InternalKey
 	for ok := it.First(); ok; ok = it.Next() {
@@ -265,7 +266,7 @@ func TestIterInputError(t *testing.T) {
 	keys, values := parseEntries(t, "a#3,SET:x a#2,SET:y b#1,SET:z c#4,SET:w")
 	for i, want := range []int{0, 1, 1, 2, 3} {
 		failAt := i + 1
-		it := NewIter(&errIter{InternalIterator: NewSliceIter(keys, values), failAt: failAt}, nil, nil, nil)
+		it := NewIter(&itertest.ErrIter{InternalIterator: itertest.NewSliceIter(keys, values), FailAt: failAt}, nil, nil, nil)
 		n := 0
 		for ok := it.First(); ok; ok = it.Next() {
 			n++
@@ -273,7 +274,7 @@ func TestIterInputError(t *testing.T) {
 		if n != want {
 			t.Errorf("failAt %d: %d entries before the error, want %d", failAt, n, want)
 		}
-		if !errors.Is(it.Error(), errInjected) || !errors.Is(it.Close(), errInjected) {
+		if !errors.Is(it.Error(), itertest.ErrInjected) || !errors.Is(it.Close(), itertest.ErrInjected) {
 			t.Errorf("failAt %d: Error() = %v", failAt, it.Error())
 		}
 		if it.Next() {
@@ -289,7 +290,7 @@ func TestIterCorruptInput(t *testing.T) {
 		{base.MakeInternalKey([]byte("a"), 1, base.KindSet), base.MakeInternalKey([]byte("a"), 2, base.KindSet)},
 		{base.MakeInternalKey([]byte("a"), 1, base.KindSet), bad},
 	} {
-		it := NewIter(NewSliceIter(keys, make([][]byte, len(keys))), nil, nil, nil)
+		it := NewIter(itertest.NewSliceIter(keys, make([][]byte, len(keys))), nil, nil, nil)
 		n := 0
 		for ok := it.First(); ok; ok = it.Next() {
 			n++
@@ -325,9 +326,9 @@ func BenchmarkIter(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for c, keys := range children {
-			iters[c] = NewSliceIter(keys, values[:len(keys)])
+			iters[c] = itertest.NewSliceIter(keys, values[:len(keys)])
 		}
-		it := NewIter(NewMergingIter(iters...), nil, snapshots, func([]byte) bool { return true })
+		it := NewIter(merging.NewIter(iters...), nil, snapshots, func([]byte) bool { return true })
 		n := 0
 		for ok := it.First(); ok; ok = it.Next() {
 			n++

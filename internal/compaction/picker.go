@@ -55,7 +55,7 @@ func (o Options) target(level int) uint64 {
 }
 
 // A Compaction names the files to merge and the level the result goes to.
-// The DB reads every input through NewMergingIter and NewIter, writes what
+// The DB reads every input through merging.NewIter and NewIter, writes what
 // comes out as new files of OutputLevel, and installs one version edit that
 // deletes every input file and adds the outputs.
 //

@@ -75,3 +75,15 @@ func FormatEntry(k base.InternalKey, v []byte) string {
 	}
 	return k.String() + ":" + string(v)
 }
+
+// ParseEntries reads entries separated by spaces or newlines.
+func ParseEntries(s string) (keys []base.InternalKey, values [][]byte, err error) {
+	for _, f := range strings.Fields(s) {
+		k, v, err := ParseEntry(f)
+		if err != nil {
+			return nil, nil, err
+		}
+		keys, values = append(keys, k), append(values, v)
+	}
+	return keys, values, nil
+}

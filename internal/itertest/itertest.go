@@ -2,7 +2,9 @@
 // iterators hold and do: internal keys and entries (ParseKey, ParseEntry,
 // FormatEntry) and the operations spelled as words (first, last, next,
 // prev, seek-ge K, seek-lt K), for every package whose iterators the tests
-// drive.
+// drive; and the inputs those tests feed iterators: entries in slices
+// (NewSliceIter), injected failures (ErrIter), fuzz bytes as choices
+// (ByteSource).
 package itertest
 
 import "strings"

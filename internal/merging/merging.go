@@ -1,4 +1,7 @@
-package compaction
+// Package merging reads several sorted internal iterators as one, in both
+// directions: the DB's user iterators and its compactions both read their
+// inputs through it.
+package merging
 
 import (
 	"errors"
@@ -30,12 +33,12 @@ type mergingChild struct {
 	key   base.InternalKey // iter.Key(), while in the heap
 }
 
-// NewMergingIter returns an iterator over the union of the entries of iters,
+// NewIter returns an iterator over the union of the entries of iters,
 // in internal-key order. It does not drop duplicates or shadowed versions:
 // the compaction iterator and the DB's user iterator do that. An error from
 // any child stops it: it becomes invalid and reports that error. Close
 // closes every child.
-func NewMergingIter(iters ...base.InternalIterator) base.InternalIterator {
+func NewIter(iters ...base.InternalIterator) base.InternalIterator {
 	m := &mergingIter{
 		children: make([]mergingChild, len(iters)),
 		heap:     make([]*mergingChild, 0, len(iters)),

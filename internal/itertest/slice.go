@@ -1,4 +1,4 @@
-package compaction
+package itertest
 
 import (
 	"sort"
@@ -19,7 +19,7 @@ type sliceIter struct {
 // tests of anything that reads an InternalIterator.
 func NewSliceIter(keys []base.InternalKey, values [][]byte) base.InternalIterator {
 	if len(values) != len(keys) {
-		panic("compaction: NewSliceIter needs one value per key")
+		panic("itertest: NewSliceIter needs one value per key")
 	}
 	return &sliceIter{keys: keys, values: values, pos: -1}
 }

@@ -1,4 +1,4 @@
-package compaction
+package merging
 
 import (
 	"bytes"
@@ -35,9 +35,9 @@ func TestMergingIter(t *testing.T) {
 		case "iter":
 			iters := make([]base.InternalIterator, len(children))
 			for i, entries := range children {
-				iters[i] = NewSliceIter(parseEntries(t, strings.Join(entries, " ")))
+				iters[i] = itertest.NewSliceIter(parseEntries(t, strings.Join(entries, " ")))
 			}
-			m := NewMergingIter(iters...)
+			m := NewIter(iters...)
 			var b strings.Builder
 			for _, line := range strings.Split(d.Input, "\n") {
 				ok, known := itertest.Move(m, line)
@@ -81,7 +81,7 @@ func FuzzMergingIter(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{3, 9, 1, 4, 4, 5, 2, 5, 4, 0}, 20))
 	f.Add(bytes.Repeat([]byte{4, 7, 7, 2, 5, 5, 4, 4, 3}, 25))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		checkMergingIter(t, &byteSource{data})
+		checkMergingIter(t, itertest.NewByteSource(data))
 	})
 }
 
@@ -96,7 +96,7 @@ type mergedEntry struct {
 // the same user key, and even the same internal key, shows up in several
 // children), then makes 60 random moves on a merging iterator and on a
 // model, a sorted slice of every entry, and compares where they land.
-func checkMergingIter(t *testing.T, src intner) {
+func checkMergingIter(t *testing.T, src itertest.Intner) {
 	ukeys := []string{"", "a", "b", "c", "d", "e"}
 	children := make([]base.InternalIterator, src.IntN(5))
 	var model []mergedEntry
@@ -113,7 +113,7 @@ func checkMergingIter(t *testing.T, src intner) {
 			values[i] = fmt.Appendf(nil, "child%d.%d", c, i)
 			model = append(model, mergedEntry{k, c, values[i]})
 		}
-		children[c] = NewSliceIter(keys, values)
+		children[c] = itertest.NewSliceIter(keys, values)
 	}
 	slices.SortStableFunc(model, func(a, b mergedEntry) int { return base.Compare(a.key, b.key) })
 	search := func(ukey []byte) int {
@@ -121,7 +121,7 @@ func checkMergingIter(t *testing.T, src intner) {
 		return i
 	}
 
-	m := NewMergingIter(children...)
+	m := NewIter(children...)
 	pos := -1 // in the model; on an entry when 0 <= pos < len(model)
 	var history []string
 	for range 60 {
@@ -187,14 +187,14 @@ func TestMergingIterError(t *testing.T) {
 		{"next", base.InternalIterator.Next, func(p int) int { return p + 1 }},
 	}
 	for failAt := 1; failAt < 40; failAt++ {
-		m := NewMergingIter(NewSliceIter(a, av), &errIter{InternalIterator: NewSliceIter(b, bv), failAt: failAt})
+		m := NewIter(itertest.NewSliceIter(a, av), &itertest.ErrIter{InternalIterator: itertest.NewSliceIter(b, bv), FailAt: failAt})
 		pos, failed := -1, false
 		for i, o := range ops {
 			ok := o.move(m)
 			failed = failed || m.Error() != nil
 			pos = o.pos(pos)
 			switch {
-			case failed && (ok || m.Valid() || !errors.Is(m.Error(), errInjected)):
+			case failed && (ok || m.Valid() || !errors.Is(m.Error(), itertest.ErrInjected)):
 				t.Fatalf("failAt %d, op %d (%s): ok %t, Valid %t, Error %v after the error", failAt, i, o.name, ok, m.Valid(), m.Error())
 			case !failed && (!ok || itertest.FormatEntry(m.Key(), m.Value()) != model[pos]):
 				t.Fatalf("failAt %d, op %d (%s): at %s (ok %t), want %s", failAt, i, o.name, formatPosition(m, ok), ok, model[pos])
@@ -217,7 +217,7 @@ func BenchmarkMergingIter(b *testing.B) {
 			c := rng.IntN(n)
 			keys[c] = append(keys[c], base.MakeInternalKey(fmt.Appendf(nil, "key%08d", i), 1, base.KindSet))
 		}
-		m := NewMergingIter(sliceIters(keys)...)
+		m := NewIter(sliceIters(keys)...)
 		b.Run(fmt.Sprintf("children=%d/next", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -260,7 +260,16 @@ func BenchmarkMergingIter(b *testing.B) {
 func sliceIters(keys [][]base.InternalKey) []base.InternalIterator {
 	iters := make([]base.InternalIterator, len(keys))
 	for i := range keys {
-		iters[i] = NewSliceIter(keys[i], make([][]byte, len(keys[i])))
+		iters[i] = itertest.NewSliceIter(keys[i], make([][]byte, len(keys[i])))
 	}
 	return iters
+}
+
+func parseEntries(t testing.TB, s string) ([]base.InternalKey, [][]byte) {
+	t.Helper()
+	keys, values, err := itertest.ParseEntries(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys, values
 }
