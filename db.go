@@ -24,6 +24,7 @@ import (
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/cache"
 	"github.com/shale-db/shale/internal/compaction"
+	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/memtable"
 	"github.com/shale-db/shale/internal/sstable"
 	"github.com/shale-db/shale/internal/wal"
@@ -375,6 +376,10 @@ type dbStats struct {
 	stallNanos         atomic.Int64
 	slowdowns          atomic.Int64
 	trivialMoves       atomic.Int64
+	// levelBytesWritten counts, per level, the bytes of the tables written
+	// into it: flushes for L0, compaction outputs below (a trivial move
+	// writes nothing).
+	levelBytesWritten [manifest.NumLevels]atomic.Int64
 }
 
 func (db *DB) logf(format string, args ...any) {

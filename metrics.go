@@ -50,6 +50,10 @@ type LevelMetrics struct {
 	// Score is the level's size relative to its target (L0: file count
 	// relative to the compaction threshold); >= 1 wants a compaction.
 	Score float64
+	// BytesWritten is the bytes of tables written into the level since
+	// Open: by flushes for L0, by compactions below. Tables moved down
+	// without a rewrite are not counted.
+	BytesWritten int64
 }
 
 // Metrics returns the current metrics. After Close it returns the zero
@@ -74,7 +78,7 @@ func (db *DB) Metrics() Metrics {
 	m.ImmutableTables = len(rs.imm)
 	scores := compaction.Scores(v.Version, db.opts.compactionOptions())
 	for level, files := range v.Levels {
-		lm := LevelMetrics{Files: len(files), Bytes: int64(v.LevelSize(level))}
+		lm := LevelMetrics{Files: len(files), Bytes: int64(v.LevelSize(level)), BytesWritten: db.stats.levelBytesWritten[level].Load()}
 		if level < len(scores) {
 			lm.Score = scores[level].Score
 		}
@@ -111,15 +115,16 @@ func (db *DB) Metrics() Metrics {
 func (m Metrics) String() string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "level\tfiles\tsize\tscore\t")
+	fmt.Fprintln(tw, "level\tfiles\tsize\tscore\twritten\t")
 	var files int
-	var bytes int64
+	var bytes, written int64
 	for i, l := range m.Levels {
-		fmt.Fprintf(tw, "L%d\t%d\t%s\t%.2f\t\n", i, l.Files, humanBytes(l.Bytes), l.Score)
+		fmt.Fprintf(tw, "L%d\t%d\t%s\t%.2f\t%s\t\n", i, l.Files, humanBytes(l.Bytes), l.Score, humanBytes(l.BytesWritten))
 		files += l.Files
 		bytes += l.Bytes
+		written += l.BytesWritten
 	}
-	fmt.Fprintf(tw, "total\t%d\t%s\t\t\n", files, humanBytes(bytes))
+	fmt.Fprintf(tw, "total\t%d\t%s\t\t%s\t\n", files, humanBytes(bytes), humanBytes(written))
 	tw.Flush()
 	fmt.Fprintf(&b, "memtable: %s (+%d waiting to flush); WAL written: %s\n",
 		humanBytes(m.MemTableBytes), m.ImmutableTables, humanBytes(m.WALBytes))
