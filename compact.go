@@ -84,6 +84,7 @@ func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
 	}
 	db.mu.Lock()
 	db.imm = db.imm[1:]
+	db.publishReadState()
 	db.cond.Broadcast()
 	db.mu.Unlock()
 	if err := db.fs.Remove(db.fileName(fileTypeLog, imm.logNum)); err != nil {

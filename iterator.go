@@ -59,8 +59,10 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 		return &Iterator{err: err}
 	}
 	defer db.leave()
-	rs := db.readState(seq)
+	rs, seq := db.loadReadState(seq)
+	defer rs.unref()
 	v := rs.v
+	v.ref() // for the iterator, which outlives rs
 	iters := make([]base.InternalIterator, 0, 1+len(rs.imm)+len(v.Levels[0])+len(v.Levels))
 	for _, m := range rs.memtables {
 		iters = append(iters, m.NewIter())
@@ -73,17 +75,17 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 			iters = append(iters, newLevelIter(v, level))
 		}
 	}
-	it := &Iterator{db: db, iter: compaction.NewMergingIter(iters...), v: v, seq: rs.seq}
+	it := &Iterator{db: db, iter: compaction.NewMergingIter(iters...), v: v, seq: seq}
 	if opts != nil {
 		it.lower = bytes.Clone(opts.LowerBound)
 		it.upper = bytes.Clone(opts.UpperBound)
 	}
-	db.mu.Lock()
+	db.itersMu.Lock()
 	if db.iters == nil {
 		db.iters = map[*Iterator]struct{}{}
 	}
 	db.iters[it] = struct{}{}
-	db.mu.Unlock()
+	db.itersMu.Unlock()
 	return it
 }
 
@@ -310,9 +312,9 @@ func (it *Iterator) Close() error {
 	if err := it.release(); err != nil && it.err == nil {
 		it.err = err
 	}
-	it.db.mu.Lock()
+	it.db.itersMu.Lock()
 	delete(it.db.iters, it)
-	it.db.mu.Unlock()
+	it.db.itersMu.Unlock()
 	return it.err
 }
 

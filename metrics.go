@@ -39,9 +39,17 @@ type Metrics struct {
 	CompactionBytesIn  int64
 	CompactionBytesOut int64
 	// WriteAmp is (WAL + flush + compaction bytes written) / user bytes.
-	WriteAmp     float64
-	StallTime    time.Duration // time writes waited for flushes or compactions
-	Slowdowns    int64         // write groups delayed at the L0 slowdown threshold
+	WriteAmp float64
+	// StallTime is the time writes waited at a hard stop: for a flush, with
+	// Options.MaxImmutableMemTables memtables waiting, or for a compaction,
+	// with L0 at Options.L0StopWritesThreshold files.
+	StallTime time.Duration
+	// Slowdowns counts the pauses writes took with L0 at or above
+	// Options.L0SlowdownWritesThreshold files, and SlowdownTime is their
+	// total. Writes there are charged a pause per byte that grows with the
+	// number of L0 files, paid in pauses of at least a millisecond.
+	Slowdowns    int64
+	SlowdownTime time.Duration
 	LastSeqNum   uint64
 	Snapshots    int
 	BackgroundOK bool // false once a flush, compaction or WAL write failed
@@ -84,9 +92,9 @@ func (db *DB) Metrics() Metrics {
 	m.BlockCacheHits, m.BlockCacheMiss = db.cache.Stats()
 	m.BlockCacheBytes = int64(db.cache.Size())
 
-	rs := db.readState(readLatest)
+	rs, _ := db.loadReadState(readLatest)
+	defer rs.unref()
 	v := rs.v
-	defer v.unref()
 	m.MemTableBytes = int64(rs.mem.Size())
 	m.ImmutableTables = len(rs.imm)
 	scores, baseLevel := compaction.Scores(v.Version, db.opts.compactionOptions())
@@ -117,6 +125,7 @@ func (db *DB) Metrics() Metrics {
 	}
 	m.StallTime = time.Duration(db.stats.stallNanos.Load())
 	m.Slowdowns = db.stats.slowdowns.Load()
+	m.SlowdownTime = time.Duration(db.stats.slowdownNanos.Load())
 	m.LastSeqNum = db.visibleSeq.Load()
 	db.mu.Lock()
 	m.Snapshots = len(db.snapshots)
@@ -164,8 +173,8 @@ func (m Metrics) String() string {
 	fmt.Fprintf(&b, "flushes: %d (%s); compactions: %d (+%d moves), %s read, %s written; write amp: %.2f\n",
 		m.Flushes, humanBytes(m.FlushBytes), m.Compactions, m.TrivialMoves,
 		humanBytes(m.CompactionBytesIn), humanBytes(m.CompactionBytesOut), m.WriteAmp)
-	fmt.Fprintf(&b, "stalls: %v (%d slowdowns); last seqnum: %d; open snapshots: %d\n",
-		m.StallTime.Round(time.Millisecond), m.Slowdowns, m.LastSeqNum, m.Snapshots)
+	fmt.Fprintf(&b, "stalls: %v; slowdowns: %d (%v); last seqnum: %d; open snapshots: %d\n",
+		m.StallTime.Round(time.Millisecond), m.Slowdowns, m.SlowdownTime.Round(time.Millisecond), m.LastSeqNum, m.Snapshots)
 	return b.String()
 }
 

@@ -35,9 +35,11 @@ type Options struct {
 	// L0CompactionThreshold is the L0 file count that starts a compaction
 	// of L0 into the base level. 0: 4.
 	L0CompactionThreshold int
-	// L0SlowdownWritesThreshold is the L0 file count at which each write
-	// group is delayed by 1 ms to let compaction catch up. 0: 8, or twice
-	// L0CompactionThreshold if that is more.
+	// L0SlowdownWritesThreshold is the L0 file count from which writes are
+	// slowed to let compaction catch up: each byte is charged a pause that
+	// grows with the number of L0 files, up to 200 ns a byte one file short
+	// of L0StopWritesThreshold. 0: 8, or twice L0CompactionThreshold if that
+	// is more.
 	L0SlowdownWritesThreshold int
 	// L0StopWritesThreshold is the L0 file count at which writes wait for
 	// compaction; it must be above L0CompactionThreshold. 0: 12, or three
