@@ -47,8 +47,8 @@ var (
 // Lock order: a goroutine holding one of these locks takes only those after
 // it in this list. closeMu (shared, by every public call) before compactMu,
 // manifestMu, mu, itersMu and retireMu, in that order. commitMu is never
-// held with another lock. Reads (Get, NewIter) take none of them for their
-// state: they load readState.
+// held with another lock. Reads (Get, NewIter) take none of them but
+// closeMu for their state: they load readState.
 type DB struct {
 	dir  string
 	opts Options

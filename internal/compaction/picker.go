@@ -63,16 +63,18 @@ type Shape struct {
 // base level starts at the first non-empty level below L0 (the bottom level
 // for an empty store) and moves up one level at a time for as long as it
 // would hold more than LBaseMaxBytes in a tree whose levels grow by
-// LevelMultiplier towards a bottom level of that size. So a small store lives in L6 alone,
-// then in L5 and L6, and the base level rises as data grows: a store of S
-// bytes has about log_LevelMultiplier(S/LBaseMaxBytes) levels below its
-// base level, and never a level that holds next to nothing.
+// LevelMultiplier towards a bottom level of that size. So a small store
+// lives in L6 alone, then in L5 and L6, and the base level rises as data
+// grows: with S bytes in the largest level, there are
+// ceil(log_LevelMultiplier(S/LBaseMaxBytes)) levels below the base level.
 //
 // The base level's target is LBaseMaxBytes, and the targets between it and
 // the bottom grow by one common factor (at least 1), so that each level is
-// the same multiple of the one above it. Data already in the levels above
-// where the base level would be (a store written with fixed targets) keeps
-// the base level there; those levels then get small targets and drain down.
+// the same multiple of the one above it. The base level is never below the
+// first non-empty level, so the levels above it are always empty. A store
+// written with fixed targets (data from L1 down, the bottom levels empty)
+// keeps its base level at L1, and its deeper levels, over their new
+// targets, drain down towards the bottom.
 func Targets(v *manifest.Version, opts Options) Shape {
 	opts = opts.WithDefaults()
 	bottom := manifest.NumLevels - 1
