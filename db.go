@@ -408,10 +408,10 @@ func (db *DB) Close() error {
 			err = e
 		}
 	}
+	db.itersMu.Lock()
 	if n, m := len(db.iters), len(db.snapshots); n+m > 0 {
 		err = errors.Join(err, fmt.Errorf("shale: Close: left open: iterators %d, snapshots %d (released; they now return ErrClosed)", n, m))
 	}
-	db.itersMu.Lock()
 	for it := range db.iters {
 		it.release() // its error is for its Close, which now says ErrClosed
 	}

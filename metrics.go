@@ -46,8 +46,8 @@ type Metrics struct {
 	StallTime time.Duration
 	// Slowdowns counts the pauses writes took with L0 at or above
 	// Options.L0SlowdownWritesThreshold files, and SlowdownTime is their
-	// total. Writes there are charged a pause per byte that grows with the
-	// number of L0 files, paid in pauses of at least a millisecond.
+	// total, as slept. Writes there are charged a pause per byte that grows
+	// with the number of L0 files, paid in pauses of at least 10 ms.
 	Slowdowns    int64
 	SlowdownTime time.Duration
 	LastSeqNum   uint64

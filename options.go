@@ -37,9 +37,9 @@ type Options struct {
 	L0CompactionThreshold int
 	// L0SlowdownWritesThreshold is the L0 file count from which writes are
 	// slowed to let compaction catch up: each byte is charged a pause that
-	// grows with the number of L0 files, up to 200 ns a byte one file short
-	// of L0StopWritesThreshold. 0: 8, or twice L0CompactionThreshold if that
-	// is more.
+	// grows with the number of L0 files, up to 50 ns a byte (at most 20 MB/s)
+	// one file short of L0StopWritesThreshold. 0: 8, or twice
+	// L0CompactionThreshold if that is more.
 	L0SlowdownWritesThreshold int
 	// L0StopWritesThreshold is the L0 file count at which writes wait for
 	// compaction; it must be above L0CompactionThreshold. 0: 12, or three
