@@ -6,6 +6,7 @@ import (
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/memtable"
 	"github.com/shale-db/shale/internal/wal"
+	"github.com/shale-db/shale/vfs"
 )
 
 // pendingWrite is a batch (or a flush request) waiting in the commit queue.
@@ -143,32 +144,32 @@ func (db *DB) setBackgroundError(err error) error {
 }
 
 // makeRoomForWrite makes sure the mutable memtable can take the next group,
-// with db.mu held; only the commit leader calls it. It delays writes once at
-// the L0 slowdown threshold, waits while L0 is at its stop threshold or too
-// many memtables wait for a flush, and rotates a full memtable (or any
-// non-empty one when force is set) to a new WAL.
+// with db.mu held; only the commit leader calls it. It pauses writes
+// between the L0 slowdown and stop thresholds (see slowdown), waits while L0
+// is at its stop threshold or too many memtables wait for a flush, and
+// rotates a full memtable (or any non-empty one when force is set) to a
+// new WAL.
 func (db *DB) makeRoomForWrite(force bool) error {
-	slowed := false
 	var stallStart time.Time
 	defer func() {
 		if !stallStart.IsZero() {
 			db.stats.stallNanos.Add(sinceNanos(stallStart))
 		}
 	}()
+	if d := db.slowdown(); d > 0 {
+		db.mu.Unlock()
+		start := time.Now()
+		time.Sleep(d)
+		db.stats.slowdowns.Add(1)
+		db.stats.slowdownNanos.Add(sinceNanos(start))
+		db.mu.Lock()
+	}
 	for {
 		if db.bgErr != nil {
 			return db.bgErr
 		}
 		l0 := len(db.current.Levels[0])
 		switch {
-		case !slowed && !db.opts.DisableAutomaticCompactions && l0 >= db.opts.L0SlowdownWritesThreshold:
-			// Give compaction a moment instead of stalling hard later.
-			slowed = true
-			db.stats.slowdowns.Add(1)
-			db.mu.Unlock()
-			time.Sleep(time.Millisecond)
-			db.stats.stallNanos.Add(int64(time.Millisecond))
-			db.mu.Lock()
 		case !force && db.mem.Size() < db.opts.MemTableSize:
 			return nil
 		case force && db.mem.Empty():
@@ -196,40 +197,111 @@ func (db *DB) makeRoomForWrite(force bool) error {
 	}
 }
 
-// rotateMemTable, with db.mu held, starts a new WAL and memtable and queues
-// the full one for flushing.
+// slowdownNanosPerByte is the pause charged per byte written while L0 is
+// one file short of its stop threshold; below that the charge is a fraction
+// of it (see slowdownCharge).
+const slowdownNanosPerByte = 50
+
+// slowdownQuantum is the shortest pause slowdown asks for: charges accrue
+// until they reach it. On a busy machine a sleeping goroutine can take
+// milliseconds to run again, so many short pauses cost far more than their
+// sum: measured, 1 ms pauses took twice their total, and fills ran slower
+// than with 10 ms ones.
+const slowdownQuantum = 10 * time.Millisecond
+
+// slowdown returns how long the commit leader pauses before its group, or
+// 0, with db.mu held. Every byte written (as counted in the WAL) while L0
+// is at or above its slowdown threshold is charged a pause (see
+// slowdownCharge), so the write rate falls in steps as L0 fills instead of
+// running at full speed into the hard stop, and a stream of small writes
+// is slowed exactly as much as one large batch of the same bytes. The
+// charges accrue and are paid in pauses of at least slowdownQuantum. The
+// bytes are those written since the previous call, so a group pays for the
+// groups before it.
+func (db *DB) slowdown() time.Duration {
+	written := db.stats.walBytes.Load()
+	bytes := written - db.pacedBytes
+	db.pacedBytes = written
+	charge := slowdownCharge(bytes, len(db.current.Levels[0]), db.opts.L0SlowdownWritesThreshold, db.opts.L0StopWritesThreshold)
+	if charge == 0 || db.opts.DisableAutomaticCompactions {
+		db.slowdownDebt = 0
+		return 0
+	}
+	db.slowdownDebt += charge
+	if db.slowdownDebt < slowdownQuantum {
+		return 0
+	}
+	d := db.slowdownDebt
+	db.slowdownDebt = 0
+	return d
+}
+
+// slowdownCharge is the pause owed for bytes written with l0 files in L0,
+// given the slowdown and stop thresholds. It grows with L0's compaction
+// debt, how far L0 has gone from the slowdown threshold towards the stop
+// threshold: (l0 - slow + 1) / (stop - slow) times slowdownNanosPerByte per
+// byte, a quarter of it at 8 files and all of it at 11 with the default
+// thresholds (8 and 12). Below the slowdown threshold it is 0.
+func slowdownCharge(bytes int64, l0, slow, stop int) time.Duration {
+	if l0 < slow || slow >= stop || bytes <= 0 {
+		return 0
+	}
+	debt := float64(min(l0, stop-1)-slow+1) / float64(stop-slow)
+	return time.Duration(float64(bytes) * debt * slowdownNanosPerByte)
+}
+
+// rotateMemTable starts a new WAL and memtable and queues the full one for
+// flushing. The commit leader calls it with db.mu held; it releases db.mu
+// for the file work (see startWAL), so that reads, flushes and compactions
+// never wait for that I/O, and installs the new WAL and memtable once it
+// has it again. Nothing else touches db.log meanwhile: only the commit
+// leader writes to it, and Close waits for every call in flight.
+func (db *DB) rotateMemTable() error {
+	num := db.nextFileNum
+	db.nextFileNum++
+	old := db.log
+	db.mu.Unlock()
+	f, err := db.startWAL(old, num)
+	db.mu.Lock()
+	if err != nil {
+		return err
+	}
+	db.log = wal.NewWriter(f)
+	db.imm = append(db.imm, db.mem)
+	db.mem = &memTable{MemTable: memtable.New(), logNum: num}
+	db.publishReadState()
+	db.scheduleFlush()
+	return nil
+}
+
+// startWAL, without db.mu, makes WAL num, the successor of old, and closes
+// old.
 //
 // The old WAL is synced first, even under NoSync: recovery allows a torn
 // tail only in the newest WAL, so no newer one may exist before the old one
 // is whole. The new WAL's directory entry is then synced, also under NoSync:
 // the flush of the old memtable names the new WAL in the MANIFEST as its log
 // number, and the MANIFEST must never name a file a power loss can take
-// away. Both happen once per memtable and cost little. If either step
-// fails, the old WAL stays the newest one with a whole record at its end, or
-// an empty newer WAL follows it, which recovery skips.
-func (db *DB) rotateMemTable() error {
-	if err := db.log.Sync(); err != nil {
-		return err
+// away. Both happen once per memtable and cost little. If a step fails,
+// the old WAL stays the newest one with a whole record at its end, or an
+// empty newer WAL follows it, which recovery skips.
+func (db *DB) startWAL(old *wal.Writer, num uint64) (vfs.File, error) {
+	if err := old.Sync(); err != nil {
+		return nil, err
 	}
-	num := db.nextFileNum
-	db.nextFileNum++
 	f, err := db.fs.Create(db.fileName(fileTypeLog, num))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := db.fs.SyncDir(db.dir); err != nil {
 		f.Close()
-		return err
+		return nil, err
 	}
-	if err := db.log.Close(); err != nil {
+	if err := old.Close(); err != nil {
 		f.Close()
-		return err
+		return nil, err
 	}
-	db.log = wal.NewWriter(f)
-	db.imm = append(db.imm, db.mem)
-	db.mem = &memTable{MemTable: memtable.New(), logNum: num}
-	db.scheduleFlush()
-	return nil
+	return f, nil
 }
 
 func isClosing(ch chan struct{}) bool {

@@ -79,6 +79,7 @@ func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
 		added = append(added, t)
 		edit.Added = append(edit.Added, manifest.NewFile{Level: 0, Meta: t.meta})
 		db.stats.flushBytes.Add(int64(t.meta.Size))
+		db.stats.levelBytesWritten[0].Add(int64(t.meta.Size))
 	}
 	if err := db.logAndApply(edit, added); err != nil {
 		closeTables(added) // their files go at the next Open
@@ -92,6 +93,7 @@ func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
 	db.stats.flushes.Add(1)
 	db.mu.Lock()
 	db.imm = db.imm[1:]
+	db.publishReadState()
 	db.cond.Broadcast()
 	db.mu.Unlock()
 	if len(added) > 0 {
@@ -401,6 +403,7 @@ func (db *DB) runCompaction(v *version, job compactionJob) error {
 	db.stats.compactions.Add(1)
 	db.stats.compactionBytesIn.Add(bytesIn)
 	db.stats.compactionBytesOut.Add(bytesOut)
+	db.stats.levelBytesWritten[job.outputLevel].Add(bytesOut)
 	db.logf("compacted %d files (%d bytes) into %d L%d files (%d bytes) in %v: %s",
 		len(job.inputs), bytesIn, len(out), job.outputLevel, bytesOut, time.Since(start), job.reason)
 	return nil

@@ -228,3 +228,84 @@ func BenchmarkLoad(b *testing.B) {
 		b.Logf("\n%s", m)
 	}
 }
+
+// TestDynamicLevels: as a store grows, its base level moves up from L6, the
+// levels above the base level stay empty, and once compactions settle every
+// level is under its target and L0 under its threshold.
+func TestDynamicLevels(t *testing.T) {
+	opts := smallTreeOptions(vfs.NewMem())
+	opts.LBaseMaxBytes = 16 << 10
+	opts.TargetFileSize = 16 << 10
+	db := mustOpen(t, "db", opts)
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(3, 3))
+	model := map[string][]byte{}
+	var bases []int
+	// Each round writes twice as much as the one before, in random
+	// (incompressible) values: 200 keys of about 110 bytes, then 400, up
+	// to 12,800, about 2.8 MiB in all.
+	for round := range 7 {
+		for range 200 << round {
+			k := fmt.Appendf(nil, "key%08d", rng.IntN(1_000_000))
+			v := make([]byte, 100)
+			for i := range v {
+				v[i] = byte(rng.Uint32())
+			}
+			if err := db.Put(k, v); err != nil {
+				t.Fatal(err)
+			}
+			model[string(k)] = v
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		settleCompactions(t, db)
+		m := db.Metrics()
+		if len(bases) == 0 || bases[len(bases)-1] != m.BaseLevel {
+			bases = append(bases, m.BaseLevel)
+		}
+		for level := 1; level < m.BaseLevel; level++ {
+			if m.Levels[level].Files > 0 {
+				t.Fatalf("round %d: L%d, above the base level L%d, holds files:\n%s", round, level, m.BaseLevel, m)
+			}
+		}
+		if m.Levels[0].Files >= db.opts.L0CompactionThreshold {
+			t.Fatalf("round %d: L0 has %d files after compactions settled:\n%s", round, m.Levels[0].Files, m)
+		}
+		for level := m.BaseLevel; level < len(m.Levels)-1; level++ {
+			if l := m.Levels[level]; l.Bytes > l.Target || l.Score >= 1 {
+				t.Fatalf("round %d: L%d holds %d bytes, target %d, score %.2f after compactions settled:\n%s",
+					round, level, l.Bytes, l.Target, l.Score, m)
+			}
+		}
+	}
+	// The first round stays in L0. Then the base level leaves L6 once L6
+	// holds more than 16 KiB, L5 at 160 KiB and L4 at 1.6 MiB, so it moves
+	// up one level at a time and is L3 by the end.
+	if want := []int{6, 5, 4, 3}; fmt.Sprint(bases) != fmt.Sprint(want) {
+		t.Fatalf("base levels after each round: %v, want %v\n%s", bases, want, db.Metrics())
+	}
+	for k, v := range model {
+		got, err := db.Get([]byte(k))
+		if err != nil || string(got) != string(v) {
+			t.Fatalf("Get(%s) = %q, %v; want %q", k, got, err, v)
+		}
+	}
+	t.Logf("base levels %v\n%s", bases, db.Metrics())
+}
+
+// settleCompactions runs the compactions the picker wants until it wants
+// none, alongside the background ones.
+func settleCompactions(t *testing.T, db *DB) {
+	t.Helper()
+	for range 10_000 {
+		ran, err := db.compactOnce()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ran {
+			return
+		}
+	}
+	t.Fatalf("still compacting after 10,000 compactions:\n%s", db.Metrics())
+}

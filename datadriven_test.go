@@ -341,9 +341,9 @@ func (s *ddState) getter(d *datadriven.TestData) func([]byte) ([]byte, error) {
 
 // lsm prints the tree: files per level with their key ranges.
 func (s *ddState) lsm() string {
-	rs := s.db.readState(readLatest)
+	rs, _ := s.db.loadReadState(readLatest)
+	defer rs.unref()
 	v := rs.v
-	defer v.unref()
 	var b strings.Builder
 	if n := rs.mem.Len(); n > 0 {
 		fmt.Fprintf(&b, "memtable: %d entries\n", n)
@@ -374,9 +374,9 @@ func (s *ddState) lsm() string {
 // tombstones prints the range tombstones of each memtable and table that
 // has any, fragmented as they are stored.
 func (s *ddState) tombstones() string {
-	rs := s.db.readState(readLatest)
+	rs, _ := s.db.loadReadState(readLatest)
+	defer rs.unref()
 	v := rs.v
-	defer v.unref()
 	var b strings.Builder
 	for i, m := range rs.memtables {
 		if t := m.RangeDels(); len(t) > 0 {
@@ -398,8 +398,9 @@ func (s *ddState) tombstones() string {
 
 // filters prints, per level, the filter format, bytes and bits per key.
 func (s *ddState) filters() string {
-	v := s.db.readState(readLatest).v
-	defer v.unref()
+	rs, _ := s.db.loadReadState(readLatest)
+	defer rs.unref()
+	v := rs.v
 	var b strings.Builder
 	var totalBytes, totalKeys uint64
 	for level, files := range v.Levels {

@@ -25,6 +25,7 @@ import (
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/cache"
 	"github.com/shale-db/shale/internal/compaction"
+	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/memtable"
 	"github.com/shale-db/shale/internal/sstable"
 	"github.com/shale-db/shale/internal/wal"
@@ -43,6 +44,12 @@ var (
 )
 
 // DB is an open store. Every method is safe for concurrent use.
+//
+// Lock order: a goroutine holding one of these locks takes only those after
+// it in this list. closeMu (shared, by every public call) before compactMu,
+// manifestMu, mu, itersMu and retireMu, in that order. commitMu is never
+// held with another lock. Reads (Get, NewIter) take none of them but
+// closeMu for their state: they load readState.
 type DB struct {
 	dir  string
 	opts Options
@@ -69,6 +76,11 @@ type DB struct {
 	leading  bool
 	walRecs  [][]byte // the WAL records of the group being committed (commit leader only; reused)
 
+	// readState is the state reads use: the memtables and the current
+	// version, published under mu whenever one of them changes (see
+	// loadReadState).
+	readState atomic.Pointer[readState]
+
 	// mu guards everything below and is the lock of cond, which is
 	// broadcast whenever a flush or compaction finishes or bgErr is set.
 	mu   sync.Mutex
@@ -84,10 +96,15 @@ type DB struct {
 	snapshots   snapshotList
 	bgErr       error // sticky: a failed flush, compaction or WAL write
 	pickCursor  compaction.Cursor
+	// pacedBytes is the WAL byte count the last slowdown charge covered,
+	// and slowdownDebt the pause charged and not yet taken (see slowdown).
+	pacedBytes   int64
+	slowdownDebt time.Duration
 
 	// iters are the open iterators, which Close releases if their owners
-	// did not; nil until the first. Guarded by mu.
-	iters map[*Iterator]struct{}
+	// did not; nil until the first.
+	itersMu sync.Mutex
+	iters   map[*Iterator]struct{}
 
 	// manifestMu serialises version changes (logAndApply).
 	manifestMu   sync.Mutex
@@ -210,9 +227,9 @@ const readLatest = ^base.SeqNum(0)
 // asked, and a per-table answer (a row cache's) never needs another table's
 // tombstones.
 func (db *DB) get(key []byte, seq base.SeqNum, trace *LookupTrace) ([]byte, error) {
-	rs := db.readState(seq)
-	v, seq := rs.v, rs.seq
-	defer v.unref()
+	rs, seq := db.loadReadState(seq)
+	defer rs.unref()
+	v := rs.v
 
 	for i, m := range rs.memtables {
 		val, kind, ok := m.Get(key, seq)
@@ -287,16 +304,21 @@ func foundValueOrErr(val []byte, kind base.Kind, err error) ([]byte, error) {
 }
 
 // readState is everything a read needs, consistent with each other: the
-// memtables, a referenced current version, and the sequence number to read
-// at. Release it with v.unref().
+// memtables and the current version. The DB publishes a new one, with db.mu
+// held, each time one of them changes (publishReadState), and reads take the
+// published one without any lock (loadReadState), so that they scale with
+// cores. It is reference counted: the DB holds a reference to the state it
+// publishes until it replaces it, and each read one while it reads; the
+// last reference released releases the version, whose tables stay open
+// until then.
 type readState struct {
-	mem *memTable
+	refs atomic.Int32
+	mem  *memTable
 	// imm are the immutable memtables, oldest first. The slice is shared
 	// with the DB without a copy: the DB only ever appends to db.imm or
 	// drops its first element, so the elements a reader sees never change.
 	imm []*memTable
 	v   *version
-	seq base.SeqNum
 }
 
 // memtables yields the memtables newest first, numbered from 0 (the
@@ -312,20 +334,59 @@ func (rs *readState) memtables(yield func(int, *memTable) bool) {
 	}
 }
 
-// readState returns the state a read at seq (a snapshot's, or readLatest)
-// uses. For readLatest the sequence number is taken here, after the
-// memtables and version: flushes and compactions drop a version shadowed by
-// a newer visible one, so a read must never use a sequence number older
-// than the data it reads (a snapshot's is protected by its registration
-// instead).
-func (db *DB) readState(seq base.SeqNum) readState {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	db.current.ref()
-	if seq == readLatest {
-		seq = base.SeqNum(db.visibleSeq.Load())
+// tryRef takes a reference unless the last one is gone: a state whose
+// count reached 0 has released its version and must not be used.
+func (rs *readState) tryRef() bool {
+	for {
+		n := rs.refs.Load()
+		if n == 0 {
+			return false
+		}
+		if rs.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
-	return readState{mem: db.mem, imm: db.imm, v: db.current, seq: seq}
+}
+
+func (rs *readState) unref() {
+	if rs.refs.Add(-1) == 0 {
+		rs.v.unref()
+	}
+}
+
+// loadReadState returns the published state, referenced (release it with
+// unref), and the sequence number to read at: seq, or for readLatest the
+// visible sequence number, read after the state. Flushes and compactions
+// drop a version shadowed by a newer visible one, so a read must never use
+// a sequence number older than the data it reads (a snapshot's is
+// protected by its registration instead). A state replaced between the
+// load and the reference is still whole if the reference was taken: the
+// read then sees the store as it was when the state was replaced, as every
+// write in a newer memtable has a higher sequence number than those in
+// the older ones.
+func (db *DB) loadReadState(seq base.SeqNum) (*readState, base.SeqNum) {
+	for {
+		rs := db.readState.Load()
+		if rs.tryRef() {
+			if seq == readLatest {
+				seq = base.SeqNum(db.visibleSeq.Load())
+			}
+			return rs, seq
+		}
+	}
+}
+
+// publishReadState, with db.mu held, publishes the current memtables and
+// version for reads and drops the DB's reference to the state it replaces.
+// Dropping the last reference to a version may retire tables, which takes
+// retireMu: that comes after mu in the lock order.
+func (db *DB) publishReadState() {
+	rs := &readState{mem: db.mem, imm: db.imm, v: db.current}
+	rs.refs.Store(1)
+	db.current.ref()
+	if old := db.readState.Swap(rs); old != nil {
+		old.unref()
+	}
 }
 
 // Flush writes the memtable to an SSTable and returns once the table is in
@@ -388,6 +449,7 @@ func (db *DB) Close() error {
 			err = e
 		}
 	}
+	db.itersMu.Lock()
 	if n, m := len(db.iters), len(db.snapshots); n+m > 0 {
 		err = errors.Join(err, fmt.Errorf("shale: Close: left open: iterators %d, snapshots %d (released; they now return ErrClosed)", n, m))
 	}
@@ -395,6 +457,8 @@ func (db *DB) Close() error {
 		it.release() // its error is for its Close, which now says ErrClosed
 	}
 	db.iters = nil
+	db.itersMu.Unlock()
+	db.readState.Swap(nil).unref()
 	db.current.unref()
 	db.releaseRetired(true)
 	if e := db.lock.Close(); err == nil {
@@ -415,10 +479,15 @@ type dbStats struct {
 	userBytes          atomic.Int64
 	stallNanos         atomic.Int64
 	slowdowns          atomic.Int64
+	slowdownNanos      atomic.Int64
 	trivialMoves       atomic.Int64
 	// deleteOnlyCompactions counts the edits that dropped tables a range
 	// tombstone deletes wholly, without reading them.
 	deleteOnlyCompactions atomic.Int64
+	// levelBytesWritten counts, per level, the bytes of the tables written
+	// into it: flushes for L0, compaction outputs below (a trivial move
+	// writes nothing).
+	levelBytesWritten [manifest.NumLevels]atomic.Int64
 }
 
 func (db *DB) logf(format string, args ...any) {

@@ -368,8 +368,9 @@ func TestPerLevelFilters(t *testing.T) {
 	db.Put([]byte("a"), []byte("1"))
 	db.Flush()
 	filters := func() (names []string) {
-		v := db.readState(readLatest).v
-		defer v.unref()
+		rs, _ := db.loadReadState(readLatest)
+		defer rs.unref()
+		v := rs.v
 		for level, files := range v.Levels {
 			for _, f := range files {
 				names = append(names, fmt.Sprintf("L%d:%s", level, v.tables[f.FileNum].reader.Properties().FilterPolicy))
@@ -460,8 +461,9 @@ func TestFilterBuildFails(t *testing.T) {
 	}
 	check := func(when string, level int) {
 		t.Helper()
-		v := db.readState(readLatest).v
-		defer v.unref()
+		rs, _ := db.loadReadState(readLatest)
+		defer rs.unref()
+		v := rs.v
 		if len(v.Levels[level]) != 1 {
 			t.Fatalf("after %s: want one table in L%d", when, level)
 		}

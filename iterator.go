@@ -61,17 +61,19 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 		return &Iterator{err: err}
 	}
 	defer db.leave()
-	rs := db.readState(seq)
+	rs, seq := db.loadReadState(seq)
+	defer rs.unref()
 	v := rs.v
+	v.ref() // for the iterator, which outlives rs
 	iters := make([]base.InternalIterator, 0, 1+len(rs.imm)+len(v.Levels[0])+len(v.Levels))
 	// newer is where the range tombstones of the sources already added,
 	// which are newer than the next one, delete (see
 	// rangedel.NewFilterIter).
 	var newer rangedel.Spans
 	add := func(it base.InternalIterator, own rangedel.Spans) {
-		iters = append(iters, rangedel.NewFilterIter(it, newer, own, rs.seq))
+		iters = append(iters, rangedel.NewFilterIter(it, newer, own, seq))
 		if len(own) > 0 {
-			newer = rangedel.Union(newer, own.Visible(rs.seq))
+			newer = rangedel.Union(newer, own.Visible(seq))
 		}
 	}
 	for _, m := range rs.memtables {
@@ -92,17 +94,17 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 			add(newLevelIter(v, level), own)
 		}
 	}
-	it := &Iterator{db: db, iter: merging.NewIter(iters...), v: v, seq: rs.seq}
+	it := &Iterator{db: db, iter: merging.NewIter(iters...), v: v, seq: seq}
 	if opts != nil {
 		it.lower = bytes.Clone(opts.LowerBound)
 		it.upper = bytes.Clone(opts.UpperBound)
 	}
-	db.mu.Lock()
+	db.itersMu.Lock()
 	if db.iters == nil {
 		db.iters = map[*Iterator]struct{}{}
 	}
 	db.iters[it] = struct{}{}
-	db.mu.Unlock()
+	db.itersMu.Unlock()
 	return it
 }
 
@@ -349,9 +351,9 @@ func (it *Iterator) Close() error {
 	if err := it.release(); err != nil && it.err == nil {
 		it.err = err
 	}
-	it.db.mu.Lock()
+	it.db.itersMu.Lock()
 	delete(it.db.iters, it)
-	it.db.mu.Unlock()
+	it.db.itersMu.Unlock()
 	return it.err
 }
 

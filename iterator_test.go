@@ -121,8 +121,9 @@ func staleVersionStore(t *testing.T) (*vfs.MemFS, string) {
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	v := db.readState(readLatest).v
-	defer v.unref()
+	rs, _ := db.loadReadState(readLatest)
+	defer rs.unref()
+	v := rs.v
 	if len(v.Levels[0]) != 1 || len(v.Levels[6]) != 1 {
 		t.Fatalf("want one table in L0 and one in L6:\n%s", fs)
 	}

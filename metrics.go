@@ -2,6 +2,7 @@ package shale
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,6 +17,9 @@ type Metrics struct {
 	FilterSkips          int64          // ... and were told "definitely not": the file was skipped
 	FilterFalsePositives int64          // ... told "maybe", and the file did not hold the key
 	Levels               []LevelMetrics // index = level
+	// BaseLevel is the level L0 compacts into: L6 for a small store, moving
+	// up as the data grows. The levels between L0 and it are empty.
+	BaseLevel int
 
 	FilterMemory    int64 // bytes of filters held in memory, all live tables
 	IndexMemory     int64 // bytes of index blocks held in memory
@@ -41,9 +45,17 @@ type Metrics struct {
 	CompactionBytesIn     int64
 	CompactionBytesOut    int64
 	// WriteAmp is (WAL + flush + compaction bytes written) / user bytes.
-	WriteAmp     float64
-	StallTime    time.Duration // time writes waited for flushes or compactions
-	Slowdowns    int64         // write groups delayed at the L0 slowdown threshold
+	WriteAmp float64
+	// StallTime is the time writes waited at a hard stop: for a flush, with
+	// Options.MaxImmutableMemTables memtables waiting, or for a compaction,
+	// with L0 at Options.L0StopWritesThreshold files.
+	StallTime time.Duration
+	// Slowdowns counts the pauses writes took with L0 at or above
+	// Options.L0SlowdownWritesThreshold files, and SlowdownTime is their
+	// total, as slept. Writes there are charged a pause per byte that grows
+	// with the number of L0 files, paid in pauses of at least 10 ms.
+	Slowdowns    int64
+	SlowdownTime time.Duration
 	LastSeqNum   uint64
 	Snapshots    int
 	BackgroundOK bool // false once a flush, compaction or WAL write failed
@@ -53,9 +65,22 @@ type Metrics struct {
 type LevelMetrics struct {
 	Files int
 	Bytes int64
-	// Score is the level's size relative to its target (L0: file count
-	// relative to the compaction threshold); >= 1 wants a compaction.
+	// Target is the level's target size, computed from the size of the
+	// largest level (see Options.LBaseMaxBytes); 0 for L0, which is sized
+	// by its file count, and for the empty levels above the base level.
+	Target int64
+	// Score is how urgently the level wants compacting; >= 1 wants a
+	// compaction, and the highest score goes first. It is the level's size
+	// relative to its target (L0: its file count relative to
+	// Options.L0CompactionThreshold), divided by the same ratio of the
+	// level it compacts into when that one is over its target, so that a
+	// level below is drained before more is merged into it. The bottom
+	// level's score is 0.
 	Score float64
+	// BytesWritten is the bytes of tables written into the level since
+	// Open: by flushes for L0, by compactions below. Tables moved down
+	// without a rewrite are not counted.
+	BytesWritten int64
 }
 
 // Metrics returns the current metrics. After Close it returns the zero
@@ -75,15 +100,17 @@ func (db *DB) Metrics() Metrics {
 	m.RowCacheHits, m.RowCacheMisses = db.rowCache.Stats()
 	m.RowCacheBytes = db.rowCache.Size()
 
-	rs := db.readState(readLatest)
+	rs, _ := db.loadReadState(readLatest)
+	defer rs.unref()
 	v := rs.v
-	defer v.unref()
 	m.MemTableBytes = int64(rs.mem.Size())
 	m.ImmutableTables = len(rs.imm)
-	scores := compaction.Scores(v.Version, db.opts.compactionOptions())
+	scores, baseLevel := compaction.Scores(v.Version, db.opts.compactionOptions())
+	m.BaseLevel = baseLevel
 	for level, files := range v.Levels {
-		lm := LevelMetrics{Files: len(files), Bytes: int64(v.LevelSize(level))}
+		lm := LevelMetrics{Files: len(files), Bytes: int64(v.LevelSize(level)), BytesWritten: db.stats.levelBytesWritten[level].Load()}
 		if level < len(scores) {
+			lm.Target = int64(min(scores[level].Target, math.MaxInt64))
 			lm.Score = scores[level].Score
 		}
 		m.Levels = append(m.Levels, lm)
@@ -107,6 +134,7 @@ func (db *DB) Metrics() Metrics {
 	}
 	m.StallTime = time.Duration(db.stats.stallNanos.Load())
 	m.Slowdowns = db.stats.slowdowns.Load()
+	m.SlowdownTime = time.Duration(db.stats.slowdownNanos.Load())
 	m.LastSeqNum = db.visibleSeq.Load()
 	db.mu.Lock()
 	m.Snapshots = len(db.snapshots)
@@ -120,15 +148,24 @@ func (db *DB) Metrics() Metrics {
 func (m Metrics) String() string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "level\tfiles\tsize\tscore\t")
+	fmt.Fprintln(tw, "level\tfiles\tsize\ttarget\tscore\twritten\t")
 	var files int
-	var bytes int64
+	var bytes, written int64
 	for i, l := range m.Levels {
-		fmt.Fprintf(tw, "L%d\t%d\t%s\t%.2f\t\n", i, l.Files, humanBytes(l.Bytes), l.Score)
+		target := "-"
+		if l.Target > 0 {
+			target = humanBytes(l.Target)
+		}
+		name := fmt.Sprintf("L%d", i)
+		if i == m.BaseLevel {
+			name = "base " + name
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.2f\t%s\t\n", name, l.Files, humanBytes(l.Bytes), target, l.Score, humanBytes(l.BytesWritten))
 		files += l.Files
 		bytes += l.Bytes
+		written += l.BytesWritten
 	}
-	fmt.Fprintf(tw, "total\t%d\t%s\t\t\n", files, humanBytes(bytes))
+	fmt.Fprintf(tw, "total\t%d\t%s\t\t\t%s\t\n", files, humanBytes(bytes), humanBytes(written))
 	tw.Flush()
 	fmt.Fprintf(&b, "memtable: %s (+%d waiting to flush); WAL written: %s\n",
 		humanBytes(m.MemTableBytes), m.ImmutableTables, humanBytes(m.WALBytes))
@@ -150,8 +187,8 @@ func (m Metrics) String() string {
 	fmt.Fprintf(&b, "flushes: %d (%s); compactions: %d (+%d moves%s), %s read, %s written; write amp: %.2f\n",
 		m.Flushes, humanBytes(m.FlushBytes), m.Compactions, m.TrivialMoves, deleteOnly,
 		humanBytes(m.CompactionBytesIn), humanBytes(m.CompactionBytesOut), m.WriteAmp)
-	fmt.Fprintf(&b, "stalls: %v (%d slowdowns); last seqnum: %d; open snapshots: %d\n",
-		m.StallTime.Round(time.Millisecond), m.Slowdowns, m.LastSeqNum, m.Snapshots)
+	fmt.Fprintf(&b, "stalls: %v; slowdowns: %d (%v); last seqnum: %d; open snapshots: %d\n",
+		m.StallTime.Round(time.Millisecond), m.Slowdowns, m.SlowdownTime.Round(time.Millisecond), m.LastSeqNum, m.Snapshots)
 	return b.String()
 }
 

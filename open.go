@@ -72,6 +72,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	db.logf("opened %s in %v: %s", dir, time.Since(start), db.current.Version.String())
+	db.mu.Lock()
+	db.publishReadState() // the first: it replaces none
+	db.mu.Unlock()
 	db.bgWG.Add(3)
 	go db.flushLoop()
 	go db.compactLoop()

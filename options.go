@@ -37,19 +37,26 @@ type Options struct {
 	// MaxImmutableMemTables is how many full memtables may wait for a flush
 	// before writers wait. 0: 2.
 	MaxImmutableMemTables int
-	// L0CompactionThreshold is the L0 file count that starts an L0->L1
-	// compaction. 0: 4.
+	// L0CompactionThreshold is the L0 file count that starts a compaction
+	// of L0 into the base level. 0: 4.
 	L0CompactionThreshold int
-	// L0SlowdownWritesThreshold is the L0 file count at which each write
-	// group is delayed by 1 ms to let compaction catch up. 0: 8, or twice
+	// L0SlowdownWritesThreshold is the L0 file count from which writes are
+	// slowed to let compaction catch up: each byte is charged a pause that
+	// grows with the number of L0 files, up to 50 ns a byte (at most 20 MB/s)
+	// one file short of L0StopWritesThreshold. 0: 8, or twice
 	// L0CompactionThreshold if that is more.
 	L0SlowdownWritesThreshold int
 	// L0StopWritesThreshold is the L0 file count at which writes wait for
 	// compaction; it must be above L0CompactionThreshold. 0: 12, or three
 	// times L0CompactionThreshold if that is more.
 	L0StopWritesThreshold int
-	// LBaseMaxBytes is L1's target size; each deeper level is 10x larger.
-	// 0: 64 MiB.
+	// LBaseMaxBytes is the target size of the base level, the level L0
+	// compacts into. Level targets follow the data: the bottom level's
+	// target is the size of the largest level, and those between the base
+	// level and the bottom grow by one factor from LBaseMaxBytes to it. The
+	// base level is L6 while the store is small and moves up a level each
+	// time it would otherwise hold more than LBaseMaxBytes in a tree growing
+	// 10x per level (so about every 10x of data). 0: 64 MiB.
 	LBaseMaxBytes int64
 	// TargetFileSize is the size at which compaction output is split into a
 	// new SSTable. 0: 2 MiB.

@@ -254,6 +254,7 @@ func (db *DB) logAndApply(edit *manifest.VersionEdit, newTables []*table) error 
 	}
 	db.current = v
 	db.logNum = edit.LogNum
+	db.publishReadState()
 	db.cond.Broadcast()
 	db.mu.Unlock()
 	cur.unref()

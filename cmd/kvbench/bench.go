@@ -37,6 +37,7 @@ type config struct {
 	plot           string
 	seed           int64
 	progress       bool // draw progress bars
+	metrics        bool // print the store's metrics after the run
 	// YCSB: -workload (empty: the db_bench workloads of benchmarks),
 	// -records, -ops and -row-cache.
 	workload string
@@ -155,7 +156,11 @@ func single(cfg config, dir string, progress io.Writer, rep *report) error {
 		}
 		rep.Results = append(rep.Results, r)
 	}
-	rep.Tree = []string{treeShape(b.db.Metrics())}
+	m := b.db.Metrics()
+	rep.Tree = []string{treeShape(m)}
+	if cfg.metrics {
+		rep.Metrics = m.String()
+	}
 	return nil
 }
 

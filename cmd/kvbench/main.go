@@ -74,6 +74,7 @@ func main() {
 	flag.BoolVar(&cfg.json, "json", false, "print the results as JSON")
 	flag.StringVar(&cfg.plot, "plot", "", "draw false-positive rates and disk reads per absent lookup (YCSB: throughput and p99 latencies) into this PNG file")
 	flag.Int64Var(&cfg.seed, "seed", 1, "random seed")
+	flag.BoolVar(&cfg.metrics, "metrics", false, "print the store's metrics (write amplification, bytes written per level) after the run")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "kvbench: unexpected arguments %q\n", flag.Args())

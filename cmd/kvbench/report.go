@@ -51,9 +51,11 @@ type report struct {
 	Results []result     `json:"results"`
 	// Tree is the shape of the store after the run; with -compare-filters,
 	// of each store after the build, and whether the two are the same.
-	Tree      []string  `json:"tree"`
-	SameShape *bool     `json:"same_shape,omitempty"`
-	Plot      *plotData `json:"plot,omitempty"`
+	Tree      []string `json:"tree"`
+	SameShape *bool    `json:"same_shape,omitempty"`
+	// Metrics is the store's metrics table after the run (-metrics).
+	Metrics string    `json:"metrics,omitempty"`
+	Plot    *plotData `json:"plot,omitempty"`
 	// YCSB is a -workload run; Results is then empty.
 	YCSB *ycsbReport `json:"ycsb,omitempty"`
 }
@@ -107,6 +109,9 @@ func (r *report) writeText(w io.Writer) {
 	if len(r.Results) > 0 && !c.CompareFilters {
 		writeTable(w, r.Results)
 		fmt.Fprintf(w, "tree after the run: %s\n", r.Tree[0])
+	}
+	if r.Metrics != "" {
+		fmt.Fprintf(w, "store metrics after the run:\n%s", r.Metrics)
 	}
 	if c.CompareFilters {
 		r.writeComparison(w)

@@ -15,13 +15,14 @@ import (
 // manifest.NumLevels, the size of a Version.
 type Options struct {
 	// L0CompactionThreshold is the number of L0 files at which L0 is
-	// compacted into L1. Every L0 file is a place a read may have to look,
-	// so this bounds read amplification. Default 4.
+	// compacted into the base level. Every L0 file is a place a read may
+	// have to look, so this bounds read amplification. Default 4.
 	L0CompactionThreshold int
-	// LBaseMaxBytes is the target size of L1. Default 64 MiB.
+	// LBaseMaxBytes is the target size of the base level, the level L0
+	// compacts into (see Targets). Default 64 MiB.
 	LBaseMaxBytes uint64
-	// LevelMultiplier is how many times larger each level's target is than
-	// the one above it. Default 10.
+	// LevelMultiplier is the ratio of sizes between adjacent levels that
+	// decides when the base level moves up (see Targets). Default 10.
 	LevelMultiplier int
 }
 
@@ -41,17 +42,79 @@ func (o Options) WithDefaults() Options {
 	return o
 }
 
-// target returns the target size of a level >= 1:
-// LBaseMaxBytes * LevelMultiplier^(level-1), saturating at MaxUint64.
-func (o Options) target(level int) uint64 {
-	t := o.LBaseMaxBytes
-	for l := 1; l < level; l++ {
-		if t > math.MaxUint64/uint64(o.LevelMultiplier) {
-			return math.MaxUint64
+// Shape is where the picker wants the tree's data: the base level, which
+// L0 compacts into, and the target size of every level from the base level
+// down. See Targets.
+type Shape struct {
+	// BaseLevel is the level L0 compacts into. The levels between L0 and
+	// it are empty.
+	BaseLevel int
+	// Targets holds each level's target size in bytes: 0 for L0 (sized by
+	// its number of files) and for the empty levels above the base level.
+	Targets [manifest.NumLevels]uint64
+}
+
+// Targets computes the tree's shape from the size of its largest level
+// below L0, which in a settled tree is the bottom level, as RocksDB's
+// level_compaction_dynamic_level_bytes and Pebble do: the targets follow
+// the data actually stored, rather than being fixed from L1 down.
+//
+// The bottom level's target is that size (at least LBaseMaxBytes). The
+// base level starts at the first non-empty level below L0 (the bottom level
+// for an empty store) and moves up one level at a time for as long as it
+// would hold more than LBaseMaxBytes in a tree whose levels grow by
+// LevelMultiplier towards a bottom level of that size. So a small store
+// lives in L6 alone, then in L5 and L6, and the base level rises as data
+// grows: with S bytes in the largest level, there are
+// ceil(log_LevelMultiplier(S/LBaseMaxBytes)) levels below the base level.
+//
+// The base level's target is LBaseMaxBytes, and the targets between it and
+// the bottom grow by one common factor (at least 1), so that each level is
+// the same multiple of the one above it. The base level is never below the
+// first non-empty level, so the levels above it are always empty. A store
+// written with fixed targets (data from L1 down, the bottom levels empty)
+// keeps its base level at L1, and its deeper levels, over their new
+// targets, drain down towards the bottom.
+func Targets(v *manifest.Version, opts Options) Shape {
+	opts = opts.WithDefaults()
+	bottom := manifest.NumLevels - 1
+	first := 0
+	var largest uint64
+	for level := 1; level <= bottom; level++ {
+		if size := v.LevelSize(level); size > 0 {
+			if first == 0 {
+				first = level
+			}
+			largest = max(largest, size)
 		}
-		t *= uint64(o.LevelMultiplier)
 	}
-	return t
+	if first == 0 {
+		first = bottom
+	}
+	mult := float64(opts.LevelMultiplier)
+	lbase := float64(opts.LBaseMaxBytes)
+	// expected is what the base level would hold in a tree growing by mult
+	// towards a bottom level of largest bytes.
+	s := Shape{BaseLevel: first}
+	expected := float64(largest) / math.Pow(mult, float64(bottom-first))
+	for s.BaseLevel > 1 && expected > lbase {
+		s.BaseLevel--
+		expected /= mult
+	}
+	bottomTarget := max(float64(largest), lbase)
+	growth := 1.0
+	if s.BaseLevel < bottom {
+		growth = max(1, math.Pow(bottomTarget/lbase, 1/float64(bottom-s.BaseLevel)))
+	}
+	t := lbase
+	for level := s.BaseLevel; level <= bottom; level++ {
+		if level == bottom {
+			t = bottomTarget
+		}
+		s.Targets[level] = uint64(min(math.Round(t), math.MaxUint64))
+		t *= growth
+	}
+	return s
 }
 
 // A Compaction names the files to merge and the level the result goes to.
@@ -64,13 +127,13 @@ func (o Options) target(level int) uint64 {
 // (manifest.Version.FileForKey) and the picker rely on.
 type Compaction struct {
 	// Level is where Inputs[0] live; OutputLevel is where Inputs[1] live and
-	// where the output goes. OutputLevel is Level+1 for compactions Pick
-	// chooses.
+	// where the output goes. Pick chooses Level+1, or the base level for L0.
 	Level, OutputLevel int
 	// Inputs[0] are files of Level (for L0, newest first); Inputs[1] are the
 	// files of OutputLevel that overlap them, in key order.
 	Inputs [2][]*manifest.FileMeta
-	// Score is the score of Level when it was picked (>= 1).
+	// Score is the score of Level when it was picked (>= 1; see
+	// LevelScore.Score).
 	Score float64
 	// Reason says why, for logs and metrics: "L0 has 5 files (threshold 4)".
 	Reason string
@@ -94,33 +157,48 @@ type LevelScore struct {
 	Level int
 	Files int
 	Bytes uint64
-	// Target is the level's target size in bytes; 0 for L0, which is sized
-	// by its number of files instead.
+	// Target is the level's target size in bytes (see Targets); 0 for L0,
+	// which is sized by its number of files instead, and for the empty
+	// levels above the base level.
 	Target uint64
-	// Score is Files/L0CompactionThreshold for L0 and Bytes/Target below;
-	// a level with a score >= 1 wants compacting. The last level is never
-	// compacted into a level below it, so its score is always 0.
+	// Fullness is Files/L0CompactionThreshold for L0, Bytes/Target for
+	// the levels from the base level down, and 0 above the base level.
+	Fullness float64
+	// Score is what Pick ranks levels by; a level with a score >= 1 wants
+	// compacting. It is the level's fullness, divided by the fullness of
+	// the level it compacts into (the base level, for L0) when that one is
+	// over its target: a compaction into a level that is itself too full
+	// makes it fuller and rewrites more of it, so the level below is
+	// drained first and the level above waits, accumulating a larger batch
+	// to merge. The bottom level is never compacted into a level below it:
+	// its score is always 0.
 	Score float64
 }
 
-// Scores returns one LevelScore per level of v, L0 first.
-func Scores(v *manifest.Version, opts Options) []LevelScore {
+// Scores returns one LevelScore per level of v, L0 first, and the base
+// level.
+func Scores(v *manifest.Version, opts Options) ([]LevelScore, int) {
 	opts = opts.WithDefaults()
+	shape := Targets(v, opts)
 	scores := make([]LevelScore, manifest.NumLevels)
 	for level := range scores {
-		s := LevelScore{Level: level, Files: len(v.Levels[level]), Bytes: v.LevelSize(level)}
+		s := LevelScore{Level: level, Files: len(v.Levels[level]), Bytes: v.LevelSize(level), Target: shape.Targets[level]}
 		switch {
 		case level == 0:
-			s.Score = float64(s.Files) / float64(opts.L0CompactionThreshold)
-		case level < manifest.NumLevels-1:
-			s.Target = opts.target(level)
-			s.Score = float64(s.Bytes) / float64(s.Target)
-		default:
-			s.Target = opts.target(level)
+			s.Fullness = float64(s.Files) / float64(opts.L0CompactionThreshold)
+		case s.Target > 0:
+			s.Fullness = float64(s.Bytes) / float64(s.Target)
 		}
 		scores[level] = s
 	}
-	return scores
+	for level := range manifest.NumLevels - 1 {
+		next := level + 1
+		if level == 0 {
+			next = shape.BaseLevel
+		}
+		scores[level].Score = scores[level].Fullness / max(1, scores[next].Fullness)
+	}
+	return scores, shape.BaseLevel
 }
 
 // Cursor remembers, per level, the largest user key of the last compaction
@@ -137,19 +215,23 @@ type Cursor struct {
 }
 
 // Pick returns the compaction the tree needs most, or nil if no level has a
-// score >= 1. The level with the highest score wins; ties go to the upper
-// level. Pick advances c past the files it picks. It assumes no other
-// compaction is running: the DB runs one at a time.
+// score >= 1 (see LevelScore.Score). The level with the highest score wins;
+// ties go to the upper level. Pick advances c past the files it picks. It
+// assumes no other compaction is running: the DB runs one at a time.
 //
-// L0 into L1: the oldest L0 file, with every L0 file that overlaps it,
-// directly or through others (the transitive closure), and every L1 file
-// that overlaps them. Taking a closure, rather than any subset, keeps reads
-// correct: no L0 file left behind shares a key with one that moves, so no
-// L0 file can end up holding an older version than L1. Starting from the
-// oldest file empties L0 in the order it filled. When writes are spread over
-// the key space, every L0 file overlaps every other and the closure is all of
-// L0; when they are not (sequential keys), the closure avoids dragging in the
-// L1 files that lie between unrelated L0 files.
+// When some level is over its target, some level has a score >= 1: the
+// deepest level over its target compacts into a level that is not.
+//
+// L0 into the base level: the oldest L0 file, with every L0 file that
+// overlaps it, directly or through others (the transitive closure), and
+// every base level file that overlaps them. Taking a closure, rather than
+// any subset, keeps reads correct: no L0 file left behind shares a key with
+// one that moves, so no L0 file can end up holding an older version than
+// the level below. Starting from the oldest file empties L0 in the order it
+// filled. When writes are spread over the key space, every L0 file overlaps
+// every other and the closure is all of L0; when they are not (sequential
+// keys), the closure avoids dragging in the base level files that lie
+// between unrelated L0 files.
 //
 // Ln into Ln+1 (n >= 1): the first file of Ln after the cursor, with every
 // file of Ln+1 that overlaps it. Then, if more Ln files fit inside the range
@@ -158,9 +240,10 @@ type Cursor struct {
 // no extra cost in Ln+1 rewriting.
 func Pick(v *manifest.Version, opts Options, c *Cursor) *Compaction {
 	opts = opts.WithDefaults()
+	scores, baseLevel := Scores(v, opts)
 	best := -1
 	var bestScore float64
-	for _, s := range Scores(v, opts) {
+	for _, s := range scores {
 		if s.Score >= 1 && s.Score > bestScore {
 			best, bestScore = s.Level, s.Score
 		}
@@ -170,19 +253,28 @@ func Pick(v *manifest.Version, opts Options, c *Cursor) *Compaction {
 		return nil
 	case best == 0:
 		return &Compaction{
-			Level: 0, OutputLevel: 1, Inputs: pickL0(v), Score: bestScore,
-			Reason: fmt.Sprintf("L0 has %d files (threshold %d)", len(v.Levels[0]), opts.L0CompactionThreshold),
+			Level: 0, OutputLevel: baseLevel, Inputs: pickL0(v, baseLevel), Score: bestScore,
+			Reason: fmt.Sprintf("L0 has %d files (threshold %d)%s", len(v.Levels[0]), opts.L0CompactionThreshold, behind(scores[baseLevel])),
 		}
 	}
 	return &Compaction{
 		Level: best, OutputLevel: best + 1, Inputs: pickLevel(v, best, c), Score: bestScore,
-		Reason: fmt.Sprintf("L%d is %.1fx its target %s", best, bestScore, formatBytes(opts.target(best))),
+		Reason: fmt.Sprintf("L%d is %.1fx its target %s%s", best, scores[best].Fullness, formatBytes(scores[best].Target), behind(scores[best+1])),
 	}
 }
 
-// pickL0 returns the overlap closure of the oldest L0 file and the L1 files
-// it overlaps.
-func pickL0(v *manifest.Version) (inputs [2][]*manifest.FileMeta) {
+// behind notes, for a compaction's reason, that the output level is over
+// its target too, which lowered the input level's score.
+func behind(out LevelScore) string {
+	if out.Fullness <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("; L%d is %.1fx its target", out.Level, out.Fullness)
+}
+
+// pickL0 returns the overlap closure of the oldest L0 file and the files of
+// the base level that it overlaps.
+func pickL0(v *manifest.Version, baseLevel int) (inputs [2][]*manifest.FileMeta) {
 	l0 := v.Levels[0]
 	in := []*manifest.FileMeta{l0[len(l0)-1]}
 	for {
@@ -194,7 +286,7 @@ func pickL0(v *manifest.Version) (inputs [2][]*manifest.FileMeta) {
 		in = grown
 	}
 	lo, hi := userKeyRange(in)
-	return [2][]*manifest.FileMeta{in, v.Overlapping(1, lo, hi)}
+	return [2][]*manifest.FileMeta{in, v.Overlapping(baseLevel, lo, hi)}
 }
 
 // pickLevel picks the inputs of a compaction of level (>= 1) into the next,

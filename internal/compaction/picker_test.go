@@ -16,7 +16,7 @@ import (
 //
 //	define [l0-threshold=N] [lbase=SIZE] [multiplier=N]  files, one a line; resets the cursor
 //	pick [install]       Pick; install applies the result to the version
-//	scores               the level scores
+//	scores               the base level, and each level's target, fullness and score
 //	base-level output=N keys=(a,b)  IsBaseLevelForKey for each key
 func TestPicker(t *testing.T) {
 	var (
@@ -46,16 +46,7 @@ func TestPicker(t *testing.T) {
 			return out
 
 		case "scores":
-			var b strings.Builder
-			fmt.Fprintf(&b, "%-3s %5s %9s %9s %6s\n", "", "files", "bytes", "target", "score")
-			for _, s := range Scores(v, opts) {
-				target := "-"
-				if s.Target > 0 {
-					target = formatBytes(s.Target)
-				}
-				fmt.Fprintf(&b, "L%-2d %5d %9s %9s %6.2f\n", s.Level, s.Files, formatBytes(s.Bytes), target, s.Score)
-			}
-			return b.String()
+			return formatScores(v, opts)
 
 		case "base-level":
 			var level int
@@ -119,8 +110,9 @@ func TestPickRandom(t *testing.T) {
 		steps := 0
 		for c := Pick(v, opts, &cursor); c != nil; c = Pick(v, opts, &cursor) {
 			checkCompaction(t, v, c)
-			if c.OutputLevel != c.Level+1 || c.Score < 1 {
-				t.Fatalf("seed %d: Pick returned %s, score %.2f", seed, c, c.Score)
+			_, baseLevel := Scores(v, opts)
+			if want := max(c.Level+1, baseLevel); c.OutputLevel != want || c.Score < 1 {
+				t.Fatalf("seed %d: Pick returned %s, score %.2f; want output level L%d", seed, c, c.Score, want)
 			}
 			v = install(v, c, nextFileNum(v))
 			checkVersion(t, v)
@@ -128,9 +120,15 @@ func TestPickRandom(t *testing.T) {
 				t.Fatalf("seed %d: still compacting after %d picks:\n%s", seed, steps, v)
 			}
 		}
-		for _, s := range Scores(v, opts) {
-			if s.Score >= 1 {
-				t.Fatalf("seed %d: Pick returned nil with L%d at score %.2f", seed, s.Level, s.Score)
+		scores, baseLevel := Scores(v, opts)
+		for _, s := range scores[:manifest.NumLevels-1] {
+			if s.Fullness >= 1 {
+				t.Fatalf("seed %d: Pick returned nil with L%d at %.2fx its target", seed, s.Level, s.Fullness)
+			}
+		}
+		for level := 1; level < baseLevel; level++ {
+			if len(v.Levels[level]) > 0 {
+				t.Fatalf("seed %d: L%d, above the base level L%d, holds files\n%s", seed, level, baseLevel, v)
 			}
 		}
 
@@ -236,16 +234,6 @@ func TestWithDefaults(t *testing.T) {
 	}
 }
 
-func TestTargetSaturates(t *testing.T) {
-	o := Options{LBaseMaxBytes: 1 << 60, LevelMultiplier: 10}.WithDefaults()
-	if got := o.target(1); got != 1<<60 {
-		t.Fatalf("target(1) = %d", got)
-	}
-	if got := o.target(6); got != 1<<64-1 {
-		t.Fatalf("target(6) = %d, want saturated", got)
-	}
-}
-
 func TestFormatBytes(t *testing.T) {
 	for n, want := range map[uint64]string{
 		0: "0 B", 1023: "1023 B", 1024: "1 KiB", 1536: "1.5 KiB",
@@ -255,4 +243,20 @@ func TestFormatBytes(t *testing.T) {
 			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
 		}
 	}
+}
+
+// formatScores prints the base level and, per level, what Scores says.
+func formatScores(v *manifest.Version, opts Options) string {
+	scores, baseLevel := Scores(v, opts)
+	var b strings.Builder
+	fmt.Fprintf(&b, "base level: L%d\n", baseLevel)
+	fmt.Fprintf(&b, "%-3s %5s %9s %9s %8s %6s\n", "", "files", "bytes", "target", "fullness", "score")
+	for _, s := range scores {
+		target := "-"
+		if s.Target > 0 {
+			target = formatBytes(s.Target)
+		}
+		fmt.Fprintf(&b, "L%-2d %5d %9s %9s %8.2f %6.2f\n", s.Level, s.Files, formatBytes(s.Bytes), target, s.Fullness, s.Score)
+	}
+	return b.String()
 }
