@@ -81,8 +81,9 @@ type DB struct {
 	// loadReadState).
 	readState atomic.Pointer[readState]
 
-	// mu guards everything below and is the lock of cond, which is
-	// broadcast whenever a flush or compaction finishes or bgErr is set.
+	// mu guards the fields from mem to slowdownDebt and is the lock of
+	// cond, which is broadcast whenever a flush or compaction finishes or
+	// bgErr is set. (The groups after them have locks of their own.)
 	mu   sync.Mutex
 	cond sync.Cond
 	mem  *memTable   // mutable
