@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/compaction"
 )
 
@@ -192,14 +193,20 @@ func (m Metrics) String() string {
 	return b.String()
 }
 
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+// humanBytes renders a byte count for people (base.FormatSize).
+func humanBytes(n int64) string { return base.FormatSize(uint64(max(n, 0))) }
+
+// Shape names the number of tables in each non-empty level: "tables L0: 2
+// tables, L6: 1 table", or "no tables".
+func (m Metrics) Shape() string {
+	var levels []string
+	for i, l := range m.Levels {
+		if l.Files > 0 {
+			levels = append(levels, fmt.Sprintf("L%d: %s", i, plural(l.Files, "table")))
+		}
 	}
-	return fmt.Sprintf("%d B", n)
+	if len(levels) == 0 {
+		return "no tables"
+	}
+	return "tables " + strings.Join(levels, ", ")
 }

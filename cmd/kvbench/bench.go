@@ -157,7 +157,7 @@ func single(cfg config, dir string, progress io.Writer, rep *report) error {
 		rep.Results = append(rep.Results, r)
 	}
 	m := b.db.Metrics()
-	rep.Tree = []string{treeShape(m)}
+	rep.Tree = []string{m.Shape()}
 	if cfg.metrics {
 		rep.Metrics = m.String()
 	}
@@ -213,7 +213,7 @@ func compareFilters(cfg config, dir string, progress io.Writer, rep *report) err
 		if err := b.db.Compact(); err != nil {
 			return err
 		}
-		rep.Tree = append(rep.Tree, treeShape(b.db.Metrics()))
+		rep.Tree = append(rep.Tree, b.db.Metrics().Shape())
 	}
 	same := rep.Tree[0] == rep.Tree[1]
 	rep.SameShape = &same
@@ -395,18 +395,4 @@ func (w *worker) close() {
 	if w.it != nil {
 		w.it.Close()
 	}
-}
-
-// treeShape names the number of tables in each non-empty level.
-func treeShape(m shale.Metrics) string {
-	var levels []string
-	for i, l := range m.Levels {
-		if l.Files > 0 {
-			levels = append(levels, fmt.Sprintf("L%d: %d", i, l.Files))
-		}
-	}
-	if len(levels) == 0 {
-		return "no tables"
-	}
-	return "tables " + strings.Join(levels, ", ")
 }

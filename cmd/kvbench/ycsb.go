@@ -101,7 +101,7 @@ func runYCSB(cfg config, dir string, progress io.Writer, rep *report) error {
 			return err
 		}
 	}
-	rep.Tree = []string{treeShape(db.Metrics())}
+	rep.Tree = []string{db.Metrics().Shape()}
 	return nil
 }
 

@@ -109,7 +109,7 @@ func terminal(sh *shell, in io.Reader, out io.Writer) error {
 		return err
 	}
 	defer rl.Close()
-	fmt.Fprintf(out, "kvsh: store %s, %s; help lists the commands\n", sh.dir, treeShape(sh.db.Metrics()))
+	fmt.Fprintf(out, "kvsh: store %s, %s; help lists the commands\n", sh.dir, sh.db.Metrics().Shape())
 	for {
 		rl.SetPrompt(sh.prompt())
 		line, err := rl.Readline()

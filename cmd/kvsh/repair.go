@@ -42,7 +42,7 @@ func (sh *shell) offline(args []string, fn func(dir string) error) error {
 			return errors.Join(err, fmt.Errorf("reopening %s: %w", sh.dir, oerr))
 		}
 		sh.db = db
-		fmt.Fprintf(sh.out, "reopened %s: %s\n", sh.dir, treeShape(db.Metrics()))
+		fmt.Fprintf(sh.out, "reopened %s: %s\n", sh.dir, db.Metrics().Shape())
 	}
 	return err
 }

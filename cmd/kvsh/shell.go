@@ -411,7 +411,7 @@ func cmdFlush(sh *shell, _ []string, _ map[string]string) error {
 	if err := sh.db.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(sh.out, "flushed; %s\n", treeShape(sh.db.Metrics()))
+	fmt.Fprintf(sh.out, "flushed; %s\n", sh.db.Metrics().Shape())
 	return nil
 }
 
@@ -419,22 +419,8 @@ func cmdCompact(sh *shell, _ []string, _ map[string]string) error {
 	if err := sh.db.Compact(); err != nil {
 		return err
 	}
-	fmt.Fprintf(sh.out, "compacted; %s\n", treeShape(sh.db.Metrics()))
+	fmt.Fprintf(sh.out, "compacted; %s\n", sh.db.Metrics().Shape())
 	return nil
-}
-
-// treeShape names the number of tables in each non-empty level.
-func treeShape(m shale.Metrics) string {
-	var levels []string
-	for i, l := range m.Levels {
-		if l.Files > 0 {
-			levels = append(levels, fmt.Sprintf("L%d: %s", i, plural(l.Files, "table")))
-		}
-	}
-	if len(levels) == 0 {
-		return "no tables"
-	}
-	return "tables " + strings.Join(levels, ", ")
 }
 
 func cmdStats(sh *shell, _ []string, _ map[string]string) error {
@@ -652,7 +638,7 @@ func cmdOpen(sh *shell, args []string, _ map[string]string) error {
 	}
 	old := sh.db
 	sh.db, sh.dir = db, dir
-	fmt.Fprintf(sh.out, "opened %s: %s\n", dir, treeShape(db.Metrics()))
+	fmt.Fprintf(sh.out, "opened %s: %s\n", dir, db.Metrics().Shape())
 	if old != nil {
 		if err := old.Close(); err != nil {
 			return fmt.Errorf("closing the previous store: %w", err)

@@ -98,7 +98,7 @@ func formatVersion(v *manifest.Version) string {
 	var b strings.Builder
 	for level, files := range v.Levels {
 		for _, f := range files {
-			fmt.Fprintf(&b, "L%d: %s %s\n", level, f, formatBytes(f.Size))
+			fmt.Fprintf(&b, "L%d: %s %s\n", level, f, base.FormatSize(f.Size))
 		}
 	}
 	if b.Len() == 0 {

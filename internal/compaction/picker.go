@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/manifest"
@@ -149,7 +148,7 @@ func (c *Compaction) String() string {
 		}
 	}
 	return fmt.Sprintf("L%d -> L%d, %d+%d files (%s): %s", c.Level, c.OutputLevel,
-		len(c.Inputs[0]), len(c.Inputs[1]), formatBytes(size), c.Reason)
+		len(c.Inputs[0]), len(c.Inputs[1]), base.FormatSize(size), c.Reason)
 }
 
 // LevelScore describes how full one level is.
@@ -259,7 +258,7 @@ func Pick(v *manifest.Version, opts Options, c *Cursor) *Compaction {
 	}
 	return &Compaction{
 		Level: best, OutputLevel: best + 1, Inputs: pickLevel(v, best, c), Score: bestScore,
-		Reason: fmt.Sprintf("L%d is %.1fx its target %s%s", best, scores[best].Fullness, formatBytes(scores[best].Target), behind(scores[best+1])),
+		Reason: fmt.Sprintf("L%d is %.1fx its target %s%s", best, scores[best].Fullness, base.FormatSize(scores[best].Target), behind(scores[best+1])),
 	}
 }
 
@@ -348,18 +347,4 @@ func IsBaseLevelForKey(v *manifest.Version, outputLevel int, ukey []byte) bool {
 		}
 	}
 	return true
-}
-
-// formatBytes renders n in binary units: "640 MiB", "1.5 GiB", "12 B".
-func formatBytes(n uint64) string {
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, unit := float64(n)/1024, 0
-	for f >= 1024 && unit < 5 {
-		f /= 1024
-		unit++
-	}
-	s := strings.TrimSuffix(fmt.Sprintf("%.1f", f), ".0")
-	return s + " " + string("KMGTPE"[unit]) + "iB"
 }

@@ -239,8 +239,8 @@ func TestFormatBytes(t *testing.T) {
 		0: "0 B", 1023: "1023 B", 1024: "1 KiB", 1536: "1.5 KiB",
 		640 << 20: "640 MiB", 3 << 40: "3 TiB", 1<<64 - 1: "16 EiB",
 	} {
-		if got := formatBytes(n); got != want {
-			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
+		if got := base.FormatSize(n); got != want {
+			t.Errorf("base.FormatSize(%d) = %q, want %q", n, got, want)
 		}
 	}
 }
@@ -254,9 +254,9 @@ func formatScores(v *manifest.Version, opts Options) string {
 	for _, s := range scores {
 		target := "-"
 		if s.Target > 0 {
-			target = formatBytes(s.Target)
+			target = base.FormatSize(s.Target)
 		}
-		fmt.Fprintf(&b, "L%-2d %5d %9s %9s %8.2f %6.2f\n", s.Level, s.Files, formatBytes(s.Bytes), target, s.Fullness, s.Score)
+		fmt.Fprintf(&b, "L%-2d %5d %9s %9s %8.2f %6.2f\n", s.Level, s.Files, base.FormatSize(s.Bytes), target, s.Fullness, s.Score)
 	}
 	return b.String()
 }
