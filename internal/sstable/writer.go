@@ -179,6 +179,11 @@ type WriterOptions struct {
 	FilterPolicy filter.Policy
 	// Compression of blocks. The zero value is SnappyCompression.
 	Compression Compression
+	// BytesPerSync, when > 0, makes the writer sync the file each time that
+	// many more bytes have been written, so that the table's writeback is
+	// spread over its writing instead of all left to Close, which syncs
+	// whatever is left. 0: only Close syncs.
+	BytesPerSync int
 }
 
 // Writer writes one table. Add entries in strictly increasing order, then
@@ -189,6 +194,7 @@ type Writer struct {
 	opts WriterOptions
 
 	offset  uint64 // bytes written so far
+	synced  uint64 // bytes written as of the last sync (BytesPerSync)
 	data    blockWriter
 	index   blockWriter
 	filter  filter.Writer
@@ -362,7 +368,22 @@ func (w *Writer) writeBlock(contents []byte, c Compression) (blockHandle, error)
 		return h, err
 	}
 	w.offset += uint64(len(stored)) + blockTrailerLen
+	if w.opts.BytesPerSync > 0 && w.offset-w.synced >= uint64(w.opts.BytesPerSync) {
+		if err := w.sync(); err != nil {
+			w.err = err
+			return h, err
+		}
+	}
 	return h, nil
+}
+
+// sync writes out the buffer and syncs the file.
+func (w *Writer) sync() error {
+	if err := w.w.Flush(); err != nil {
+		return err
+	}
+	w.synced = w.offset
+	return w.f.Sync()
 }
 
 // Close writes the rest of the table (the last data block, filter, index,
@@ -434,10 +455,7 @@ func (w *Writer) finish() error {
 	if _, err := w.w.Write(footer{metaindex: metaHandle, index: indexHandle, version: w.props.FormatVersion}.encode()); err != nil {
 		return err
 	}
-	if err := w.w.Flush(); err != nil {
-		return err
-	}
-	return w.f.Sync()
+	return w.sync()
 }
 
 // writeFilter writes the filter block and adds it to meta. A filter that
