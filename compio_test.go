@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -209,5 +211,69 @@ func TestCompactionSyncsIncrementally(t *testing.T) {
 	}
 	if checked != bottom.Files {
 		t.Fatalf("checked the syncs of %d tables, want the %d the compaction wrote", checked, bottom.Files)
+	}
+}
+
+// TestCompactionInputCorruption damages a data block in the middle of a
+// compaction input, where the compaction's large reads take it in with
+// undamaged blocks: the compaction must fail with a corruption error
+// naming that file at an offset just before the damage, and leave every
+// input in place.
+func TestCompactionInputCorruption(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs, DisableAutomaticCompactions: true, NoSync: true, BloomBitsPerKey: NoFilter}
+	db, err := Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillForCompaction(t, db, 40000)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, err := fs.List("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for _, name := range names {
+		if strings.HasSuffix(name, ".sst") {
+			tables = append(tables, fs.PathJoin("db", name))
+		}
+	}
+	if len(tables) != 4 {
+		t.Fatalf("tables %v, want 4", tables)
+	}
+	victim := tables[2]
+	b := readFile(t, fs, victim)
+	damageAt := int64(len(b) / 2) // well inside the data blocks
+	b[damageAt] ^= 0x10
+	writeFile(t, fs, victim, b)
+
+	if db, err = Open("db", opts); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Compact()
+	var ce *base.CorruptionError
+	if !errors.Is(err, ErrCorruption) || !errors.As(err, &ce) || ce.File != victim {
+		t.Fatalf("Compact over a damaged input: %v, want a corruption error naming %s", err, victim)
+	}
+	// The offset is that of the damaged block, which starts at most a block
+	// (4 KiB and its trailer) before the damage.
+	if ce.Offset > damageAt || ce.Offset < damageAt-(4<<10)-64 {
+		t.Fatalf("corruption reported at offset %d, the damage is at %d", ce.Offset, damageAt)
+	}
+	after, err := fs.List("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, name := range after {
+		if strings.HasSuffix(name, ".sst") {
+			left = append(left, fs.PathJoin("db", name))
+		}
+	}
+	if !slices.Equal(left, tables) {
+		t.Fatalf("tables after the failed compaction: %v, want the inputs %v alone", left, tables)
 	}
 }
