@@ -134,10 +134,12 @@ func (db *DB) filterFor(level int, inputs []levelFile, size int64) filter.Policy
 }
 
 // outputSyncBytes is how often a table being written (by a flush or a
-// compaction) is synced: each time that many more bytes are written, so
-// that the device takes a table's writeback as it comes rather than all at
-// once when the table is complete, which would stall the WAL's syncs behind
-// it. The final sync, before the MANIFEST names the table, stays.
+// compaction) is pushed towards the device: each time that many more bytes
+// are written, its writeback is started without waiting (or, on a file
+// system that cannot, the file is synced; see sstable.WriterOptions), so
+// that the device takes the table as it comes rather than all at once when
+// it is complete, which would stall the WAL's syncs behind it. The final
+// sync, before the MANIFEST names the table, stays.
 const outputSyncBytes = 1 << 20
 
 func (db *DB) newFileNum() uint64 {
@@ -257,8 +259,7 @@ func (db *DB) writeTables(it *compaction.Iter, tombs rangedel.Spans, level int, 
 			return out, err
 		}
 	}
-	// The tables' data was synced as it was written and the rest as each
-	// was closed (whatever NoSync says); their directory
+	// The tables' data was synced as each was closed; their directory
 	// entries are synced here, once for all of them and whatever NoSync
 	// says: the MANIFEST edit that names them follows.
 	if len(out) > 0 {
