@@ -172,8 +172,9 @@ func TestCompactionBypassesBlockCache(t *testing.T) {
 	}
 }
 
-// TestCompactionSyncsIncrementally checks that an output table is synced as
-// it is written, once per outputSyncBytes, not only when it is complete.
+// TestCompactionSyncsIncrementally checks that an output table is pushed
+// out as it is written, once per outputSyncBytes, not only when it is
+// complete: on MemFS, whose files cannot start writeback, by syncs.
 func TestCompactionSyncsIncrementally(t *testing.T) {
 	fs := newIOCountFS(vfs.NewMem())
 	db, err := Open("db", &Options{FS: fs, DisableAutomaticCompactions: true, NoSync: true, BloomBitsPerKey: NoFilter})
