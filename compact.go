@@ -133,6 +133,15 @@ func (db *DB) filterFor(level int, inputs []levelFile, size int64) filter.Policy
 	return f.policy()
 }
 
+// outputSyncBytes is how often a table being written (by a flush or a
+// compaction) is pushed towards the device: each time that many more bytes
+// are written, its writeback is started without waiting (or, on a file
+// system that cannot, the file is synced; see sstable.WriterOptions), so
+// that the device takes the table as it comes rather than all at once when
+// it is complete, which would stall the WAL's syncs behind it. The final
+// sync, before the MANIFEST names the table, stays.
+const outputSyncBytes = 1 << 20
+
 func (db *DB) newFileNum() uint64 {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -183,7 +192,11 @@ func (db *DB) writeTables(it *compaction.Iter, tombs rangedel.Spans, level int, 
 		if err != nil {
 			return err
 		}
-		w = sstable.NewWriter(f, sstable.WriterOptions{BlockSize: db.opts.BlockSize, FilterPolicy: db.filterFor(level, inputs, size)})
+		w = sstable.NewWriter(f, sstable.WriterOptions{
+			BlockSize:    db.opts.BlockSize,
+			FilterPolicy: db.filterFor(level, inputs, size),
+			BytesPerSync: outputSyncBytes,
+		})
 		return nil
 	}
 	// finish closes the current table, giving it the tombstones below
@@ -362,7 +375,7 @@ func (db *DB) runCompaction(v *version, job compactionJob) error {
 	var tombs []rangedel.Spans
 	for _, in := range job.inputs {
 		r := v.tables[in.meta.FileNum].reader
-		iters = append(iters, r.NewIter())
+		iters = append(iters, r.NewScanIter())
 		tombs = append(tombs, r.RangeDels())
 	}
 	merged := merging.NewIter(iters...)

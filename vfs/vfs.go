@@ -21,6 +21,17 @@ type File interface {
 	Size() (int64, error)
 }
 
+// WritebackStarter is implemented by files that can start writing data back
+// to the device without waiting for it, as the operating system's files do
+// on Linux. A writer of a large file calls it as it goes so that the
+// device takes the data as it comes, rather than all at once at the final
+// Sync; durability still comes from Sync alone.
+type WritebackStarter interface {
+	// StartWriteback starts the writeback of [off, off+n) and returns
+	// without waiting for it.
+	StartWriteback(off, n int64) error
+}
+
 // FS is a file system.
 type FS interface {
 	// Create creates name, truncating it if it exists, open for writing.

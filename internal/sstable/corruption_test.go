@@ -13,7 +13,7 @@ import (
 )
 
 // readAll opens the table at name and reads everything: a full scan both
-// ways and a Get of every user key. It returns the first error, or nil when
+// ways, a sequential scan (NewScanIter) and a Get of every user key. It returns the first error, or nil when
 // every answer matched entries; it fails t on a wrong answer.
 func readAll(t *testing.T, fs vfs.FS, name string, entries []kv) error {
 	f, err := fs.Open(name)
@@ -38,6 +38,20 @@ func readAll(t *testing.T, fs vfs.FS, name string, entries []kv) error {
 	}
 	if i != len(entries) {
 		t.Fatalf("forward scan saw %d of %d entries without an error", i, len(entries))
+	}
+	it = r.NewScanIter()
+	i = 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if i >= len(entries) || base.Compare(it.Key(), entries[i].key) != 0 || !bytes.Equal(it.Value(), entries[i].value) {
+			t.Fatalf("sequential scan: entry %d is %s:%q", i, it.Key(), it.Value())
+		}
+		i++
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if i != len(entries) {
+		t.Fatalf("sequential scan saw %d of %d entries without an error", i, len(entries))
 	}
 	it = r.NewIter()
 	for ok := it.Last(); ok; ok = it.Prev() {

@@ -14,6 +14,9 @@ type tableIter struct {
 	r            *Reader
 	lower, upper []byte
 	trace        *GetTrace // Get's trace; nil for iterators
+	// scan, when not nil, serves the data blocks instead of the cache
+	// (NewScanIter).
+	scan *scanReader
 
 	index blockIter
 	data  blockIter
@@ -54,7 +57,13 @@ func (i *tableIter) loadBlock() bool {
 		return true
 	}
 	i.dataLoaded = false
-	b, err := i.r.dataBlock(h, i.trace)
+	var b []byte
+	var err error
+	if i.scan != nil {
+		b, err = i.scan.block(h)
+	} else {
+		b, err = i.r.dataBlock(h, i.trace)
+	}
 	if err == nil {
 		err = i.data.init(i.r.name, int64(h.offset), b)
 	}

@@ -250,9 +250,8 @@ func (r *Reader) readAt(buf []byte, off int64) error {
 // readBlock reads the block h names from the file, checks it and returns
 // its contents, decompressed. It counts one block read.
 func (r *Reader) readBlock(h blockHandle) ([]byte, error) {
-	if h.offset > r.blocksEnd || h.length > r.blocksEnd-h.offset || r.blocksEnd-h.offset-h.length < blockTrailerLen {
-		return nil, base.CorruptionErrorf(r.name, int64(min(h.offset, r.blocksEnd)),
-			"block handle (offset %d, length %d) runs past the blocks, which end at %d", h.offset, h.length, r.blocksEnd)
+	if err := r.checkHandle(h); err != nil {
+		return nil, err
 	}
 	buf := make([]byte, h.length+blockTrailerLen)
 	if err := r.readAt(buf, int64(h.offset)); err != nil {
@@ -260,6 +259,16 @@ func (r *Reader) readBlock(h blockHandle) ([]byte, error) {
 	}
 	r.stats.BlockReads.Add(1)
 	return decodeBlock(r.name, int64(h.offset), buf)
+}
+
+// checkHandle returns a corruption error if the block h names, with its
+// trailer, does not lie within the blocks.
+func (r *Reader) checkHandle(h blockHandle) error {
+	if h.offset > r.blocksEnd || h.length > r.blocksEnd-h.offset || r.blocksEnd-h.offset-h.length < blockTrailerLen {
+		return base.CorruptionErrorf(r.name, int64(min(h.offset, r.blocksEnd)),
+			"block handle (offset %d, length %d) runs past the blocks, which end at %d", h.offset, h.length, r.blocksEnd)
+	}
+	return nil
 }
 
 // dataBlock returns the contents of the data block h names, from the cache

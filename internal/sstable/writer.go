@@ -179,6 +179,13 @@ type WriterOptions struct {
 	FilterPolicy filter.Policy
 	// Compression of blocks. The zero value is SnappyCompression.
 	Compression Compression
+	// BytesPerSync, when > 0, makes the writer push the file's data towards
+	// the device each time that many more bytes have been written, so that
+	// the table's writeback is spread over its writing instead of all left
+	// to Close's sync: it starts the writeback of the new bytes without
+	// waiting for it when the file can (vfs.WritebackStarter), and syncs
+	// the file otherwise. 0: only Close syncs. Close syncs in every case.
+	BytesPerSync int
 }
 
 // Writer writes one table. Add entries in strictly increasing order, then
@@ -189,6 +196,7 @@ type Writer struct {
 	opts WriterOptions
 
 	offset  uint64 // bytes written so far
+	synced  uint64 // bytes pushed to the file system as of the last BytesPerSync
 	data    blockWriter
 	index   blockWriter
 	filter  filter.Writer
@@ -362,7 +370,30 @@ func (w *Writer) writeBlock(contents []byte, c Compression) (blockHandle, error)
 		return h, err
 	}
 	w.offset += uint64(len(stored)) + blockTrailerLen
+	if w.opts.BytesPerSync > 0 && w.offset-w.synced >= uint64(w.opts.BytesPerSync) {
+		if err := w.writeback(); err != nil {
+			w.err = err
+			return h, err
+		}
+	}
 	return h, nil
+}
+
+// writeback writes out the buffer and starts the writeback of the bytes
+// written since the last call, or syncs the file when it cannot. A failure
+// to start the writeback is not an error (it is a hint): Close's sync
+// reports whatever went wrong.
+func (w *Writer) writeback() error {
+	if err := w.w.Flush(); err != nil {
+		return err
+	}
+	from := w.synced
+	w.synced = w.offset
+	if ws, ok := w.f.(vfs.WritebackStarter); ok {
+		ws.StartWriteback(int64(from), int64(w.offset-from))
+		return nil
+	}
+	return w.f.Sync()
 }
 
 // Close writes the rest of the table (the last data block, filter, index,

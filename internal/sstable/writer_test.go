@@ -3,6 +3,8 @@ package sstable
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -206,5 +208,108 @@ func TestFilterFails(t *testing.T) {
 	v, _, found, err := r.Get([]byte("a"), base.MaxSeqNum, &trace)
 	if err != nil || !found || string(v) != "x" || trace.FilterChecked || r.FilterSize() != 0 {
 		t.Fatalf("Get(a) = %q, found %v, err %v, trace %s, filter size %d", v, found, err, &trace, r.FilterSize())
+	}
+}
+
+// syncRecordFile records what a Writer asks of its file: how many bytes
+// were written at each Sync, and the ranges given to StartWriteback.
+type syncRecordFile struct {
+	vfs.File
+	written int64
+	syncs   []int64    // bytes written at each Sync
+	ranges  [][2]int64 // (offset, length) of each StartWriteback
+}
+
+func (f *syncRecordFile) Write(p []byte) (int, error) {
+	f.written += int64(len(p))
+	return f.File.Write(p)
+}
+
+func (f *syncRecordFile) Sync() error {
+	f.syncs = append(f.syncs, f.written)
+	return f.File.Sync()
+}
+
+// writebackFile is a syncRecordFile that can start writeback.
+type writebackFile struct{ *syncRecordFile }
+
+func (f writebackFile) StartWriteback(off, n int64) error {
+	if off+n > f.written {
+		return fmt.Errorf("writeback of [%d, %d) past the %d bytes written", off, off+n, f.written)
+	}
+	f.ranges = append(f.ranges, [2]int64{off, n})
+	return nil
+}
+
+// TestBytesPerSync checks that a writer with BytesPerSync pushes its data
+// out as it goes: on a file that can start writeback, over contiguous
+// ranges of at least BytesPerSync from the start of the file, with one sync
+// at Close; on one that cannot, with a sync at least every BytesPerSync.
+func TestBytesPerSync(t *testing.T) {
+	const perSync = 64 << 10
+	rng := rand.New(rand.NewPCG(7, 7))
+	var entries []kv
+	for i := range 3000 {
+		v := make([]byte, 200)
+		for j := range v {
+			v[j] = byte(rng.Uint32())
+		}
+		entries = append(entries, kv{base.MakeInternalKey(fmt.Appendf(nil, "k%06d", i), 1, base.KindSet), v})
+	}
+	for _, canStart := range []bool{true, false} {
+		fs := vfs.NewMem()
+		f, err := fs.Create("t.sst")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := &syncRecordFile{File: f}
+		var file vfs.File = rec
+		if canStart {
+			file = writebackFile{rec}
+		}
+		w := NewWriter(file, WriterOptions{BytesPerSync: perSync})
+		for _, e := range entries {
+			if err := w.Add(e.key, e.value); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if len(rec.syncs) == 0 || rec.syncs[len(rec.syncs)-1] != rec.written {
+			t.Fatalf("canStart %v: the last sync came at %v of %d bytes", canStart, rec.syncs, rec.written)
+		}
+		// Between two pushes (syncs or writeback ranges), at most
+		// perSync bytes and a block.
+		var pushed []int64
+		if canStart {
+			if len(rec.syncs) != 1 {
+				t.Errorf("a file that can start writeback was synced %d times, want once at Close", len(rec.syncs))
+			}
+			var next int64
+			for _, r := range rec.ranges {
+				if r[0] != next || r[1] < perSync {
+					t.Fatalf("writeback ranges %v are not contiguous ranges of at least %d bytes", rec.ranges, perSync)
+				}
+				next = r[0] + r[1]
+				pushed = append(pushed, next)
+			}
+		} else {
+			pushed = rec.syncs[:len(rec.syncs)-1]
+		}
+		pushed = append(pushed, rec.written)
+		var prev int64
+		for _, p := range pushed {
+			if p-prev > perSync+8<<10 {
+				t.Fatalf("canStart %v: %d bytes written between pushes at %d and %d", canStart, p-prev, prev, p)
+			}
+			prev = p
+		}
+		if want := int(rec.written / (perSync + 8<<10)); len(pushed) < want {
+			t.Fatalf("canStart %v: %d pushes for %d bytes", canStart, len(pushed), rec.written)
+		}
+		if err := readAll(t, fs, "t.sst", entries); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
