@@ -35,11 +35,12 @@ var pendingWrites = sync.Pool{
 
 // commit runs a batch (nil for none), synced if syncWAL, or with
 // forceFlush a memtable rotation, through the group commit pipeline.
-// Writers queue up; one of them, the leader, takes the whole queue, writes its batches to the WAL as
-// one group (one write call), syncs the log once for the group, applies the
-// batches to the memtable and publishes the new sequence number, then hands
-// leadership to the next waiting writer. So N concurrent writers share one
-// write and one fsync. The batch is not referenced once commit returns.
+// Writers queue up; one of them, the leader, takes the whole queue, writes
+// its batches to the WAL as one group (one write call), syncs the log once
+// for the group, applies the batches to the memtable and publishes the new
+// sequence number, then hands leadership to the next waiting writer. So N
+// concurrent writers share one write and one fsync. The batch is not
+// referenced once commit returns.
 func (db *DB) commit(b *Batch, syncWAL, forceFlush bool) error {
 	w := pendingWrites.Get().(*pendingWrite)
 	w.batch, w.sync, w.forceFlush = b, syncWAL, forceFlush
