@@ -81,13 +81,17 @@ const linkSize = int(unsafe.Sizeof(atomic.Pointer[node]{}))
 
 // node is one entry. All fields are written before the node is linked in and
 // never change after, except the links.
+//
+// What a search step reads, the prefix and the low links, comes first: 32
+// bytes that never straddle a cache line, since a node is 96 bytes and
+// slabs are allocated aligned.
 type node struct {
-	kv      []byte // the user key followed by the value, in a byte slab
-	keyLen  int
 	prefix  [2]uint64                      // keyPrefix(key()), so most comparisons need not read kv
-	trailer uint64                         // seqnum<<8 | kind
 	low     [lowLinks]atomic.Pointer[node] // links at levels below lowLinks
-	high    []atomic.Pointer[node]         // links at levels lowLinks and up, from a slab
+	trailer uint64                         // seqnum<<8 | kind
+	kv      []byte                         // the user key followed by the value, in a byte slab
+	keyLen  int
+	high    []atomic.Pointer[node] // links at levels lowLinks and up, from a slab
 }
 
 // link returns the node's link to the next node at level l.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/shale-db/shale/internal/base"
@@ -245,5 +246,18 @@ func TestLessAroundPrefix(t *testing.T) {
 	}
 	if n != len(keys) {
 		t.Fatalf("iteration yields %d entries, want %d", n, len(keys))
+	}
+}
+
+// TestNodeLayout checks what node's comment promises: the fields a search
+// step reads lie in the first 32 bytes, and nodes are a multiple of 32
+// bytes, so in an aligned slab those 32 bytes never straddle a cache line.
+func TestNodeLayout(t *testing.T) {
+	var n node
+	if end := unsafe.Offsetof(n.low) + unsafe.Sizeof(n.low); unsafe.Offsetof(n.prefix) != 0 || end > 32 {
+		t.Fatalf("prefix at %d, low links end at %d; want 0 and at most 32", unsafe.Offsetof(n.prefix), end)
+	}
+	if size := unsafe.Sizeof(n); size%32 != 0 {
+		t.Fatalf("a node is %d bytes, not a multiple of 32", size)
 	}
 }
