@@ -26,6 +26,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/shale-db/shale/internal/base"
 )
@@ -43,15 +44,29 @@ type Batch struct {
 // the DB that made it.
 func (db *DB) NewBatch() *Batch { return &Batch{} }
 
-func (b *Batch) init() {
+// grow readies the batch for an entry of at most n bytes: it writes the
+// header of an empty batch and makes room for the entry, allocating at most
+// once, and not at all while the buffer (kept by Reset) is large enough.
+func (b *Batch) grow(n int) {
 	if len(b.data) == 0 {
-		b.data = make([]byte, batchHeaderLen, 64)
+		if cap(b.data) < batchHeaderLen+n {
+			b.data = make([]byte, 0, max(64, batchHeaderLen+n))
+		}
+		b.data = b.data[:batchHeaderLen]
+		clear(b.data)
 	}
+	b.data = slices.Grow(b.data, n)
+}
+
+// entrySize bounds the encoded size of an entry: its kind, the uvarint
+// lengths of its two byte strings (key, and value or end) and their bytes.
+func entrySize(key, value []byte) int {
+	return 1 + 2*binary.MaxVarintLen64 + len(key) + len(value)
 }
 
 // Put records that key is set to value. Both are copied.
 func (b *Batch) Put(key, value []byte) {
-	b.init()
+	b.grow(entrySize(key, value))
 	b.data = append(b.data, byte(base.KindSet))
 	b.data = binary.AppendUvarint(b.data, uint64(len(key)))
 	b.data = append(b.data, key...)
@@ -62,7 +77,7 @@ func (b *Batch) Put(key, value []byte) {
 
 // Delete records that key is deleted. It is copied.
 func (b *Batch) Delete(key []byte) {
-	b.init()
+	b.grow(entrySize(key, nil))
 	b.data = append(b.data, byte(base.KindDelete))
 	b.data = binary.AppendUvarint(b.data, uint64(len(key)))
 	b.data = append(b.data, key...)
@@ -77,7 +92,7 @@ func (b *Batch) DeleteRange(start, end []byte) {
 	if bytes.Compare(start, end) >= 0 {
 		return
 	}
-	b.init()
+	b.grow(entrySize(start, end))
 	b.data = append(b.data, byte(base.KindRangeDelete))
 	b.data = binary.AppendUvarint(b.data, uint64(len(start)))
 	b.data = append(b.data, start...)

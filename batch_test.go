@@ -78,3 +78,29 @@ func FuzzDecodeBatch(f *testing.F) {
 		}
 	})
 }
+
+// TestBatchResetKeepsBuffer: a batch reused after Reset writes into the
+// buffer it already has, and its header is zero again until commit stamps
+// it, whatever the previous commit wrote there.
+func TestBatchResetKeepsBuffer(t *testing.T) {
+	var b Batch
+	b.Put([]byte("key"), make([]byte, 100))
+	b.setSeqNum(7)
+	buf := &b.data[0]
+	b.Reset()
+	b.Put([]byte("k2"), []byte("v"))
+	if &b.data[0] != buf {
+		t.Fatal("Put after Reset allocated a new buffer")
+	}
+	for i, c := range b.data[:batchHeaderLen] {
+		if c != 0 {
+			t.Fatalf("header byte %d is %d after Reset and Put, want 0", i, c)
+		}
+	}
+	b.setSeqNum(9)
+	var got []batchEntry
+	if _, n, err := decodeBatch(b.data, "x.log", 0, func(e batchEntry) { got = append(got, e) }); err != nil || n != 1 ||
+		got[0].Seq != 9 || string(got[0].Key) != "k2" || string(got[0].Value) != "v" {
+		t.Fatalf("reused batch: %d entries %+v, %v", n, got, err)
+	}
+}

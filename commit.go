@@ -1,6 +1,7 @@
 package shale
 
 import (
+	"sync"
 	"time"
 
 	"github.com/shale-db/shale/internal/base"
@@ -10,6 +11,10 @@ import (
 )
 
 // pendingWrite is a batch (or a flush request) waiting in the commit queue.
+// pendingWrites are pooled (see pendingWrites), wake channel included: a
+// write receives at most one message on it, and receives it before its
+// commit returns, so the channel is empty whenever the pendingWrite is in
+// the pool.
 type pendingWrite struct {
 	batch      *Batch
 	forceFlush bool // rotate the memtable even if it is not full
@@ -22,14 +27,32 @@ type commitResult struct {
 	lead bool // the waiter becomes the leader and commits the queue
 }
 
-// commit runs w through the group commit pipeline. Writers queue up; one of
-// them, the leader, takes the whole queue, writes its batches to the WAL as
-// one group (one write call), syncs the log once for the group, applies the
-// batches to the memtable and publishes the new sequence number, then hands
-// leadership to the next waiting writer. So N concurrent writers share one
-// write and one fsync.
-func (db *DB) commit(w *pendingWrite) error {
-	w.wake = make(chan commitResult, 1)
+// pendingWrites pools pendingWrites with their wake channels, so that a
+// write allocates neither.
+var pendingWrites = sync.Pool{
+	New: func() any { return &pendingWrite{wake: make(chan commitResult, 1)} },
+}
+
+// commit runs a batch (nil for none), synced if syncWAL, or with
+// forceFlush a memtable rotation, through the group commit pipeline.
+// Writers queue up; one of them, the leader, takes the whole queue, writes
+// its batches to the WAL as one group (one write call), syncs the log once
+// for the group, applies the batches to the memtable and publishes the new
+// sequence number, then hands leadership to the next waiting writer. So N
+// concurrent writers share one write and one fsync. The batch is not
+// referenced once commit returns.
+func (db *DB) commit(b *Batch, syncWAL, forceFlush bool) error {
+	w := pendingWrites.Get().(*pendingWrite)
+	w.batch, w.sync, w.forceFlush = b, syncWAL, forceFlush
+	err := db.commitQueued(w)
+	w.batch = nil
+	pendingWrites.Put(w)
+	return err
+}
+
+// commitQueued queues w and waits for its group to be committed, leading
+// the group if no other writer is.
+func (db *DB) commitQueued(w *pendingWrite) error {
 	db.commitMu.Lock()
 	db.queue = append(db.queue, w)
 	lead := !db.leading
@@ -43,9 +66,11 @@ func (db *DB) commit(w *pendingWrite) error {
 		}
 	}
 
+	// The leader swaps the queue for the spare one, so that writers queue
+	// into a slice that has already grown while this group commits.
 	db.commitMu.Lock()
 	group := db.queue
-	db.queue = nil
+	db.queue, db.spareQueue = db.spareQueue, nil
 	db.commitMu.Unlock()
 
 	err := db.commitGroup(group)
@@ -55,7 +80,9 @@ func (db *DB) commit(w *pendingWrite) error {
 			g.wake <- commitResult{err: err}
 		}
 	}
+	clear(group) // keep no pendingWrite (and so no batch) alive
 	db.commitMu.Lock()
+	db.spareQueue = group[:0]
 	if len(db.queue) > 0 {
 		db.queue[0].wake <- commitResult{lead: true}
 	} else {

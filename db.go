@@ -74,7 +74,10 @@ type DB struct {
 	commitMu sync.Mutex
 	queue    []*pendingWrite
 	leading  bool
-	walRecs  [][]byte // the WAL records of the group being committed (commit leader only; reused)
+	// spareQueue is the queue of the previous group, emptied, for the next
+	// leader to swap in (nil while a leader has it).
+	spareQueue []*pendingWrite
+	walRecs    [][]byte // the WAL records of the group being committed (commit leader only; reused)
 
 	// readState is the state reads use: the memtables and the current
 	// version, published under mu whenever one of them changes (see
@@ -151,24 +154,46 @@ func (db *DB) leave() { db.closeMu.RUnlock() }
 
 // Put sets key to value.
 func (db *DB) Put(key, value []byte) error {
-	b := Batch{}
+	b := getBatch()
 	b.Put(key, value)
-	return db.Apply(&b)
+	return db.applyPooled(b)
 }
 
 // Delete removes key. Deleting an absent key is not an error.
 func (db *DB) Delete(key []byte) error {
-	b := Batch{}
+	b := getBatch()
 	b.Delete(key)
-	return db.Apply(&b)
+	return db.applyPooled(b)
 }
 
 // DeleteRange deletes every key in [start, end) with one write. An empty
 // range (start >= end) is a no-op.
 func (db *DB) DeleteRange(start, end []byte) error {
-	b := Batch{}
+	b := getBatch()
 	b.DeleteRange(start, end)
-	return db.Apply(&b)
+	return db.applyPooled(b)
+}
+
+// batches pools the one-write batches of Put, Delete and DeleteRange, so
+// that their buffers are reused.
+var batches = sync.Pool{New: func() any { return new(Batch) }}
+
+// maxPooledBatch is the largest buffer a pooled batch keeps: a batch that
+// grew past it (a large value) is left to the garbage collector rather
+// than pinned in the pool.
+const maxPooledBatch = 64 << 10
+
+func getBatch() *Batch { return batches.Get().(*Batch) }
+
+// applyPooled applies a batch from getBatch and returns it to the pool.
+// Apply holds no reference to a batch once it returns.
+func (db *DB) applyPooled(b *Batch) error {
+	err := db.Apply(b)
+	if cap(b.data) <= maxPooledBatch {
+		b.Reset()
+		batches.Put(b)
+	}
+	return err
 }
 
 // Apply writes the batch atomically: after a crash, either all of it or none
@@ -199,7 +224,7 @@ func (db *DB) ApplyWithOptions(b *Batch, o WriteOptions) error {
 	if b == nil || b.empty() {
 		return nil
 	}
-	return db.commit(&pendingWrite{batch: b, sync: o.Sync})
+	return db.commit(b, o.Sync, false)
 }
 
 // Get returns a copy of the newest value of key, or ErrNotFound.
@@ -401,7 +426,7 @@ func (db *DB) Flush() error {
 }
 
 func (db *DB) flush() error {
-	if err := db.commit(&pendingWrite{forceFlush: true}); err != nil {
+	if err := db.commit(nil, false, true); err != nil {
 		return err
 	}
 	db.mu.Lock()

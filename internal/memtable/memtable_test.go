@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/shale-db/shale/internal/base"
@@ -198,5 +199,65 @@ func TestAliasingCapacity(t *testing.T) {
 	}
 	if v, _, _ := m.Get([]byte("a"), 1); string(v) != "1" {
 		t.Fatalf("a = %q after appending to its key, want \"1\"", v)
+	}
+}
+
+// TestLessAroundPrefix checks node.less against bytes.Compare for keys that
+// share all or part of the 16 bytes a node keeps as its prefix, are
+// shorter or longer than it, and end in zero bytes that the prefix's
+// padding could be mistaken for; then that a memtable holding them all
+// iterates them in order.
+func TestLessAroundPrefix(t *testing.T) {
+	var keys [][]byte
+	stem := []byte("0123456789abcdefgh")
+	for _, n := range []int{0, 1, 7, 8, 9, 14, 15, 16, 17, 18} {
+		for _, tail := range []string{"", "\x00", "\x00\x00", "a", "\xff", "\x00a"} {
+			keys = append(keys, append(append([]byte{}, stem[:n]...), tail...))
+		}
+	}
+	for _, a := range keys {
+		na := node{kv: a, keyLen: len(a), prefix: keyPrefix(a), trailer: 5 << 8}
+		for _, b := range keys {
+			for _, trailer := range []uint64{4 << 8, 5 << 8, 6 << 8} {
+				c := bytes.Compare(a, b)
+				want := c < 0 || c == 0 && na.trailer > trailer
+				if got := na.less(b, keyPrefix(b), trailer); got != want {
+					t.Fatalf("(%q, %d).less(%q, %d) = %t, want %t", a, na.trailer, b, trailer, got, want)
+				}
+			}
+		}
+	}
+
+	m := New()
+	for i, k := range keys {
+		m.Add(base.SeqNum(i+1), base.KindSet, k, nil)
+	}
+	it := m.NewIter()
+	defer it.Close()
+	var prev []byte
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key().UserKey
+		if n > 0 && bytes.Compare(prev, k) > 0 {
+			t.Fatalf("iteration yields %q after %q", k, prev)
+		}
+		prev = append(prev[:0], k...)
+		n++
+	}
+	if n != len(keys) {
+		t.Fatalf("iteration yields %d entries, want %d", n, len(keys))
+	}
+}
+
+// TestNodeLayout checks what node's comment promises: the fields a search
+// step reads lie in the first 32 bytes, and nodes are a multiple of 32
+// bytes, so in an aligned slab those 32 bytes never straddle a cache line.
+func TestNodeLayout(t *testing.T) {
+	var n node
+	if end := unsafe.Offsetof(n.low) + unsafe.Sizeof(n.low); unsafe.Offsetof(n.prefix) != 0 || end > 32 {
+		t.Fatalf("prefix at %d, low links end at %d; want 0 and at most 32", unsafe.Offsetof(n.prefix), end)
+	}
+	if size := unsafe.Sizeof(n); size%32 != 0 {
+		t.Fatalf("a node is %d bytes, not a multiple of 32", size)
 	}
 }

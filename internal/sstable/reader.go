@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/shale-db/shale/filter"
@@ -373,7 +374,9 @@ func (r *Reader) find(ukey []byte, seq, cover base.SeqNum, trace *GetTrace) (val
 	// table holds any: when that block has no entry >= the search key, its
 	// separator is a shortened user key below every key of the next block
 	// (see the format), so ukey is absent and the next block is not read.
-	it := tableIter{r: r, trace: trace}
+	it := getIters.Get().(*tableIter)
+	defer releaseGetIter(it)
+	it.r, it.trace = r, trace
 	it.seekBlock(base.MakeSearchKey(ukey, base.MaxSeqNum))
 	for ok := it.settle(); ok; ok = it.Next() {
 		if !bytes.Equal(it.key.UserKey, ukey) {
@@ -392,6 +395,18 @@ func (r *Reader) find(ukey []byte, seq, cover base.SeqNum, trace *GetTrace) (val
 	}
 	value, kind, found, _ = rangeDeleted(cover)
 	return value, kind, found, held, nil
+}
+
+// getIters pools Get's table iterators, so that a lookup reuses the key
+// buffers of an earlier one instead of allocating its own. What Get returns
+// aliases a block, never an iterator's buffer.
+var getIters = sync.Pool{New: func() any { return new(tableIter) }}
+
+// releaseGetIter empties it, keeping only its key buffers (so that the pool
+// pins no reader or block), and returns it to getIters.
+func releaseGetIter(it *tableIter) {
+	*it = tableIter{index: blockIter{key: it.index.key[:0]}, data: blockIter{key: it.data.key[:0]}}
+	getIters.Put(it)
 }
 
 // rangeDeleted is Get's answer when the table holds no entry for the key
