@@ -131,25 +131,9 @@ func TestCorruptionErrorOffsets(t *testing.T) {
 		entries = append(entries, kv{base.MakeInternalKey([]byte{'a' + byte(i/10), '0' + byte(i%10)}, 1, base.KindSet), []byte("value")})
 	}
 	buildTable(t, fs, "t.sst", entries, WriterOptions{BlockSize: 100, Compression: NoCompression})
+	blockOff := damageBlockOf(t, fs, "t.sst", []byte("e5"), 3, 0x40)
+
 	r := openTable(t, fs, "t.sst", ReaderOptions{})
-	var trace GetTrace
-	if _, _, _, err := r.Get([]byte("e5"), base.MaxSeqNum, &trace); err != nil || len(trace.BlockOffsets) != 1 {
-		t.Fatalf("Get: %v, trace %s", err, &trace)
-	}
-	blockOff := trace.BlockOffsets[0]
-	r.Close()
-
-	f, _ := fs.Open("t.sst")
-	size, _ := f.Size()
-	b := make([]byte, size)
-	f.ReadAt(b, 0)
-	f.Close()
-	b[blockOff+3] ^= 0x40
-	f, _ = fs.Create("t.sst")
-	f.Write(b)
-	f.Close()
-
-	r = openTable(t, fs, "t.sst", ReaderOptions{})
 	defer r.Close()
 	_, _, _, err := r.Get([]byte("e5"), base.MaxSeqNum, nil)
 	var ce *base.CorruptionError

@@ -152,3 +152,33 @@ func checkCorruption(t testing.TB, err error, file string) {
 		t.Fatalf("want a corruption error naming %s, got %v", file, err)
 	}
 }
+
+// damageBlockOf flips bits (mask) of byte at of the data block holding key
+// in table name, and returns the block's offset.
+func damageBlockOf(t testing.TB, fs vfs.FS, name string, key []byte, at int, mask byte) uint64 {
+	t.Helper()
+	r := openTable(t, fs, name, ReaderOptions{})
+	var trace GetTrace
+	if _, _, _, err := r.Get(key, base.MaxSeqNum, &trace); err != nil || len(trace.BlockOffsets) != 1 {
+		t.Fatalf("Get: %v, trace %s", err, &trace)
+	}
+	blockOff := trace.BlockOffsets[0]
+	r.Close()
+
+	f, err := fs.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, _ := f.Size()
+	b := make([]byte, size)
+	f.ReadAt(b, 0)
+	f.Close()
+	b[int(blockOff)+at] ^= mask
+	f, err = fs.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(b)
+	f.Close()
+	return blockOff
+}

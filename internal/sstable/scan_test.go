@@ -119,26 +119,9 @@ func TestScanCorruption(t *testing.T) {
 	entries := scanTestEntries(2000, -1)
 	fs := vfs.NewMem()
 	buildTable(t, fs, "t.sst", entries, WriterOptions{})
+	blockOff := damageBlockOf(t, fs, "t.sst", entries[1000].key.UserKey, 10, 0x04)
+
 	r := openTable(t, fs, "t.sst", ReaderOptions{})
-	var trace GetTrace
-	victim := entries[1000].key.UserKey
-	if _, _, _, err := r.Get(victim, base.MaxSeqNum, &trace); err != nil || len(trace.BlockOffsets) != 1 {
-		t.Fatalf("Get: %v, trace %s", err, &trace)
-	}
-	blockOff := trace.BlockOffsets[0]
-	r.Close()
-
-	f, _ := fs.Open("t.sst")
-	size, _ := f.Size()
-	b := make([]byte, size)
-	f.ReadAt(b, 0)
-	f.Close()
-	b[blockOff+10] ^= 0x04
-	f, _ = fs.Create("t.sst")
-	f.Write(b)
-	f.Close()
-
-	r = openTable(t, fs, "t.sst", ReaderOptions{})
 	defer r.Close()
 	it := r.NewScanIter()
 	n := 0

@@ -24,22 +24,8 @@ func TestVerify(t *testing.T) {
 	if err != nil || len(problems) != 0 || kept != len(entries) {
 		t.Fatalf("intact table: problems %v, err %v, kept %d of %d", problems, err, kept, len(entries))
 	}
-	var trace GetTrace
-	if _, _, _, err := r.Get([]byte("e5"), base.MaxSeqNum, &trace); err != nil || len(trace.BlockOffsets) != 1 {
-		t.Fatalf("Get: %v, trace %s", err, &trace)
-	}
-	blockOff := trace.BlockOffsets[0]
 	r.Close()
-
-	f, _ := fs.Open("t.sst")
-	size, _ := f.Size()
-	b := make([]byte, size)
-	f.ReadAt(b, 0)
-	f.Close()
-	b[blockOff+3] ^= 0x40
-	f, _ = fs.Create("t.sst")
-	f.Write(b)
-	f.Close()
+	blockOff := damageBlockOf(t, fs, "t.sst", []byte("e5"), 3, 0x40)
 
 	r = openTable(t, fs, "t.sst", ReaderOptions{})
 	defer r.Close()
