@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -79,6 +80,9 @@ func runAll() error {
 	for _, name := range names {
 		if engines[name] == nil {
 			return fmt.Errorf("unknown engine %q", name)
+		}
+		if name == "pebble-filters" && !slices.Contains(names, "pebble") {
+			return fmt.Errorf("pebble-filters reads the store pebble fills: list pebble too")
 		}
 	}
 	root, err := os.MkdirTemp(*baseDir, "dbbench-")
