@@ -1,6 +1,7 @@
 package peers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble"
-	pebblebloom "github.com/cockroachdb/pebble/bloom"
-	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/v2"
+	pebblebloom "github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/shale-db/shale"
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/filter"
@@ -203,7 +204,7 @@ func openPebble() (*engine, error) {
 		FS:    fs,
 		Cache: cache,
 		// One entry applies to every level.
-		Levels: []pebble.LevelOptions{{FilterPolicy: pebblebloom.FilterPolicy(bitsPerKey)}},
+		Levels: [7]pebble.LevelOptions{{FilterPolicy: pebblebloom.FilterPolicy(bitsPerKey)}},
 	})
 	if err != nil {
 		return nil, err
@@ -214,7 +215,7 @@ func openPebble() (*engine, error) {
 	})
 	if err == nil {
 		// The whole key space: every key is below "kez".
-		err = db.Compact([]byte("key"), []byte("kez"), false)
+		err = db.Compact(context.Background(), []byte("key"), []byte("kez"), false)
 	}
 	if err != nil {
 		db.Close()
@@ -223,8 +224,8 @@ func openPebble() (*engine, error) {
 	m := db.Metrics()
 	shape := ""
 	for l, lm := range m.Levels {
-		if lm.NumFiles > 0 {
-			shape += fmt.Sprintf("L%d: %d files, %d MiB; ", l, lm.NumFiles, lm.Size>>20)
+		if lm.TablesCount > 0 {
+			shape += fmt.Sprintf("L%d: %d files, %d MiB; ", l, lm.TablesCount, lm.TablesSize>>20)
 		}
 	}
 	shape += fmt.Sprintf("block cache %d MiB, memtables %d MiB (zombie %d MiB)",

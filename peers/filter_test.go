@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
-	pebblebase "github.com/cockroachdb/pebble"
-	pebblebloom "github.com/cockroachdb/pebble/bloom"
+	pebblebase "github.com/cockroachdb/pebble/v2"
+	pebblebloom "github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/shale-db/shale/bloom"
 	"github.com/syndtr/goleveldb/leveldb/filter"
 	"github.com/syndtr/goleveldb/leveldb/util"

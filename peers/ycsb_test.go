@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble"
-	pebblebloom "github.com/cockroachdb/pebble/bloom"
+	"github.com/cockroachdb/pebble/v2"
+	pebblebloom "github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/shale-db/shale"
 	"github.com/shale-db/shale/ycsb"
 	"github.com/syndtr/goleveldb/leveldb"
@@ -210,7 +210,7 @@ func openPebbleYCSB() (*ycsbEngine, error) {
 	defer cache.Unref() // the DB holds its own reference
 	db, err := pebble.Open(tempDir("pebble"), &pebble.Options{
 		Cache:  cache,
-		Levels: []pebble.LevelOptions{{FilterPolicy: pebblebloom.FilterPolicy(bitsPerKey)}},
+		Levels: [7]pebble.LevelOptions{{FilterPolicy: pebblebloom.FilterPolicy(bitsPerKey)}},
 	})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/bits"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+const (
+	keySize   = 16
+	valueSize = 100
+	// writers is the number of writers of fillrandom-4.
+	writers = 4
+	// A store has settled when the process has written less than quietBytes
+	// in quietFor: its flushes and compactions are done. (Pebble keeps
+	// writing a few bytes to its WAL now and then, even when idle.)
+	// settleLimit bounds the wait.
+	quietFor    = time.Second
+	quietBytes  = 64 << 10
+	settleLimit = 5 * time.Minute
+)
+
+// result is what one workload measured in one process.
+type result struct {
+	Engine, Workload string
+	Ops              int
+	Seconds          float64 // the operations alone
+	OpsPerSec        float64
+	// IO is /proc/self/io's change over the operations alone.
+	IO procIO
+	// SettleSeconds and WriteAmp: fills only. WriteAmp is wchar from the
+	// start of the fill to the end of the settle over the user bytes.
+	SettleSeconds float64
+	WriteAmp      float64
+	PeakRSS       int64 // VmHWM, bytes
+}
+
+// runChild opens engine's store in dir and runs one workload on it.
+func runChild(engine, workload, dir string, n, reads int) (res result, err error) {
+	s, err := engines[engine](dir)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if cerr := s.close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			res.PeakRSS, err = peakRSS()
+		}
+	}()
+	res = result{Engine: engine, Workload: workload}
+	before, err := readProcIO()
+	if err != nil {
+		return res, err
+	}
+	start := time.Now()
+	switch workload {
+	case "fillrandom":
+		err = fill(s, n, 1)
+	case "fillrandom-4":
+		err = fill(s, n, writers)
+	case "readrandom":
+		err = read(s, n, reads, false)
+	case "readmissing":
+		err = read(s, n, reads, true)
+	default:
+		err = fmt.Errorf("unknown workload %q", workload)
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Seconds = time.Since(start).Seconds()
+	after, err := readProcIO()
+	if err != nil {
+		return res, err
+	}
+	res.IO = after.sub(before)
+	if strings.HasPrefix(workload, "fill") {
+		res.Ops = n
+		settleStart := time.Now()
+		settled, err := settle()
+		if err != nil {
+			return res, err
+		}
+		res.SettleSeconds = time.Since(settleStart).Seconds()
+		res.WriteAmp = float64(settled.WChar-before.WChar) / float64(n*(keySize+valueSize))
+	} else {
+		res.Ops = reads
+	}
+	res.OpsPerSec = float64(res.Ops) / res.Seconds
+	return res, nil
+}
+
+// fill puts keys 0..n-1 once each in a random order, split among w writers.
+func fill(s *store, n, w int) error {
+	var wg sync.WaitGroup
+	errs := make([]error, w)
+	order := newPermutation(n, 1)
+	for t := range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(t), 7))
+			k := make([]byte, keySize)
+			v := make([]byte, valueSize)
+			for j := t * n / w; j < (t+1)*n/w; j++ {
+				presentKey(k, order.at(j))
+				for i := range v {
+					v[i] = byte(rng.Uint32())
+				}
+				if err := s.put(k, v); err != nil {
+					errs[t] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read looks up reads keys of a store of n keys, in a random order: present
+// keys, or keys between them when missing, and checks each answer.
+func read(s *store, n, reads int, missing bool) error {
+	get, done := s.newReader()
+	order := newPermutation(n, 2)
+	k := make([]byte, keySize)
+	for j := range reads {
+		i := order.at(j % n)
+		if missing {
+			missingKey(k, i)
+		} else {
+			presentKey(k, i)
+		}
+		found, err := get(k)
+		if err != nil {
+			done()
+			return err
+		}
+		if found == missing {
+			done()
+			return fmt.Errorf("key %q: found %v, want %v", k, found, !missing)
+		}
+	}
+	return done()
+}
+
+// presentKey writes the i-th key of the store into k: 2i in 16 digits.
+func presentKey(k []byte, i uint64) { decimalKey(k, 2*i) }
+
+// missingKey writes the key just after the i-th key of the store: 2i+1.
+func missingKey(k []byte, i uint64) { decimalKey(k, 2*i+1) }
+
+func decimalKey(k []byte, x uint64) {
+	for i := len(k) - 1; i >= 0; i-- {
+		k[i] = byte('0' + x%10)
+		x /= 10
+	}
+}
+
+// permutation maps 0..n-1 onto itself in a scrambled order without storing
+// it (a 10M-entry table would weigh on the peak RSS being measured): a
+// bijection of the smallest power-of-two range that holds n, walked until it
+// lands below n.
+type permutation struct {
+	n, mask, seed uint64
+	shift         int
+}
+
+func newPermutation(n int, seed uint64) permutation {
+	b := max(bits.Len64(uint64(n-1)), 2)
+	return permutation{n: uint64(n), mask: 1<<b - 1, seed: seed, shift: b / 2}
+}
+
+func (p permutation) at(j int) uint64 {
+	x := uint64(j)
+	for {
+		// Each step is a bijection of [0, mask]: adding, multiplying by an
+		// odd number and xor-ing with a right shift.
+		for range 3 {
+			x = (x + p.seed) & p.mask
+			x = (x * 0x9e3779b97f4a7c15) & p.mask
+			x ^= x >> p.shift
+		}
+		if x < p.n {
+			return x
+		}
+	}
+}
+
+// settle waits until the process writes less than quietBytes in quietFor,
+// and returns the I/O counters then.
+func settle() (procIO, error) {
+	last, err := readProcIO()
+	if err != nil {
+		return last, err
+	}
+	quietSince := time.Now()
+	for deadline := time.Now().Add(settleLimit); time.Now().Before(deadline); {
+		time.Sleep(quietFor / 5)
+		cur, err := readProcIO()
+		if err != nil {
+			return cur, err
+		}
+		if cur.WChar-last.WChar >= quietBytes {
+			last, quietSince = cur, time.Now()
+		} else if time.Since(quietSince) >= quietFor {
+			return cur, nil
+		}
+	}
+	return last, fmt.Errorf("still writing after %v", settleLimit)
+}
+
+// procIO holds the counters of /proc/self/io this runner reports.
+type procIO struct {
+	RChar, WChar, SyscR, SyscW int64
+}
+
+func (a procIO) sub(b procIO) procIO {
+	return procIO{a.RChar - b.RChar, a.WChar - b.WChar, a.SyscR - b.SyscR, a.SyscW - b.SyscW}
+}
+
+func readProcIO() (procIO, error) {
+	var io procIO
+	fields := map[string]*int64{"rchar": &io.RChar, "wchar": &io.WChar, "syscr": &io.SyscR, "syscw": &io.SyscW}
+	err := procFields("/proc/self/io", func(name, value string) error {
+		if p := fields[name]; p != nil {
+			v, err := strconv.ParseInt(value, 10, 64)
+			*p = v
+			return err
+		}
+		return nil
+	})
+	return io, err
+}
+
+// peakRSS is VmHWM from /proc/self/status, in bytes.
+func peakRSS() (int64, error) {
+	var kb int64 = -1
+	err := procFields("/proc/self/status", func(name, value string) error {
+		if name != "VmHWM" {
+			return nil
+		}
+		v, err := strconv.ParseInt(strings.TrimSuffix(value, " kB"), 10, 64)
+		kb = v
+		return err
+	})
+	if err == nil && kb < 0 {
+		err = fmt.Errorf("/proc/self/status has no VmHWM")
+	}
+	return kb << 10, err
+}
+
+// procFields calls f with each "name: value" line of a /proc file.
+func procFields(path string, f func(name, value string) error) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	for line := range bytes.Lines(data) {
+		name, value, ok := strings.Cut(strings.TrimSpace(string(line)), ":")
+		if !ok {
+			continue
+		}
+		if err := f(name, strings.TrimSpace(value)); err != nil {
+			return fmt.Errorf("%s: %s: %w", path, name, err)
+		}
+	}
+	return nil
+}
+
+// printTable writes one workload's results as a markdown table. The first
+// result is the reference of the ratios (shale, when it runs first).
+func printTable(w io.Writer, workload string, results []result) {
+	if len(results) == 0 {
+		return
+	}
+	ref := results[0]
+	fmt.Fprintf(w, "%s, %d keys:\n\n", workload, *numKeys)
+	fmt.Fprintf(w, "| engine | ops/s | %s/engine | read syscalls/op | read B/op | write syscalls/op | write B/op | write amp | settle s | peak RSS MiB | RSS %s/engine |\n", ref.Engine, ref.Engine)
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range results {
+		ops := float64(r.Ops)
+		amp, settle := "", ""
+		if strings.HasPrefix(workload, "fill") {
+			amp, settle = fmt.Sprintf("%.2f", r.WriteAmp), fmt.Sprintf("%.1f", r.SettleSeconds)
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %.2fx | %.3f | %.0f | %.3f | %.0f | %s | %s | %.0f | %.2fx |\n",
+			r.Engine, r.OpsPerSec, ref.OpsPerSec/r.OpsPerSec,
+			float64(r.IO.SyscR)/ops, float64(r.IO.RChar)/ops,
+			float64(r.IO.SyscW)/ops, float64(r.IO.WChar)/ops,
+			amp, settle, float64(r.PeakRSS)/(1<<20), float64(ref.PeakRSS)/float64(r.PeakRSS))
+	}
+	fmt.Fprintln(w)
+}

@@ -1,0 +1,89 @@
+package main
+
+import "testing"
+
+// TestPermutation checks that a permutation visits every index below n
+// exactly once, for sizes around powers of two.
+func TestPermutation(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 4, 5, 1000, 1024, 1025, 65537} {
+		p := newPermutation(n, 1)
+		seen := make([]bool, n)
+		for j := range n {
+			i := p.at(j)
+			if i >= uint64(n) || seen[i] {
+				t.Fatalf("n=%d: at(%d) = %d, out of range or seen before", n, j, i)
+			}
+			seen[i] = true
+		}
+	}
+}
+
+// TestKeys checks that present and missing keys are 16 bytes and interleave.
+func TestKeys(t *testing.T) {
+	k, m, next := make([]byte, keySize), make([]byte, keySize), make([]byte, keySize)
+	presentKey(k, 41)
+	missingKey(m, 41)
+	presentKey(next, 42)
+	if string(k) != "0000000000000082" || string(m) != "0000000000000083" || string(next) != "0000000000000084" {
+		t.Fatalf("keys %q %q %q", k, m, next)
+	}
+}
+
+// TestProcIO checks that the counters the runner reports are read and move.
+func TestProcIO(t *testing.T) {
+	a, err := readProcIO()
+	if err != nil {
+		t.Skip("no /proc/self/io:", err)
+	}
+	if _, err := readProcIO(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := readProcIO()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := b.sub(a); d.SyscR < 2 || d.RChar <= 0 {
+		t.Fatalf("two reads of /proc/self/io counted %+v", d)
+	}
+	rss, err := peakRSS()
+	if err != nil || rss <= 0 {
+		t.Fatalf("peakRSS = %d, %v", rss, err)
+	}
+}
+
+// TestWorkloads runs every workload on every engine on a small store, in
+// this process: the reads check every answer, so a store that lost keys or
+// invented them fails here.
+func TestWorkloads(t *testing.T) {
+	const n = 2000
+	for name := range engines {
+		if name == "pebble-filters" {
+			continue // reads below, on Pebble's store
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			readers := []string{name}
+			if name == "pebble" {
+				readers = append(readers, "pebble-filters")
+			}
+			res, err := runChild(name, "fillrandom", dir, n, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Ops != n || res.WriteAmp < 1 || res.IO.WChar < n*(keySize+valueSize) || res.PeakRSS <= 0 {
+				t.Fatalf("fillrandom: %+v", res)
+			}
+			for _, r := range readers {
+				for _, w := range []string{"readrandom", "readmissing"} {
+					res, err := runChild(r, w, dir, n, n)
+					if err != nil {
+						t.Fatalf("%s %s: %v", r, w, err)
+					}
+					if res.Ops != n || res.OpsPerSec <= 0 {
+						t.Fatalf("%s %s: %+v", r, w, res)
+					}
+				}
+			}
+		})
+	}
+}
