@@ -1,17 +1,19 @@
 // Package shale is an embedded, persistent, ordered key-value store built as
 // a log-structured merge tree.
 //
-// The write path (Apply): a batch gets sequence numbers, is appended to the
-// write-ahead log as one record (concurrent writers share one fsync: group
-// commit), is inserted into the mutable memtable, and becomes visible. A full
-// memtable becomes immutable, a new memtable and WAL start, and a background
-// flush writes it to an L0 SSTable and logs that in the MANIFEST.
+// The write path (Apply): a batch gets sequence numbers and becomes one
+// record of the write-ahead log; concurrent writers' records go to the log
+// in one write and share one fsync (group commit). The batch is then
+// inserted into the mutable memtable and becomes visible. A full memtable
+// becomes immutable, a new memtable and WAL start, and a background flush
+// writes it to an L0 SSTable and logs that in the MANIFEST.
 //
 // The read path (Get): the mutable memtable, the immutable memtables newest
-// first, the L0 files newest first, then at most one file per deeper level.
-// Each file is skipped by its key range, then by its Bloom filter, held in
-// memory, then answered by the row cache if it has the key, before any block
-// is read.
+// first, the L0 files newest first, then at most one file per deeper level;
+// the first source that holds the key, or a range tombstone covering it,
+// answers. Each file is skipped by its key range, then by its filter, held in
+// memory (its range tombstones, in memory too, still apply), then answered
+// by the row cache if it has the key, before any block is read.
 package shale
 
 import (
