@@ -115,7 +115,7 @@ func (c *Counting) MarshalBinary() ([]byte, error) {
 }
 
 // UnmarshalBinary replaces c with the filter encoded in data, which it
-// copies. Malformed data gives an error matching base.ErrCorruption and
+// copies. Malformed data gives an error matching shale.ErrCorruption and
 // leaves c unchanged.
 func (c *Counting) UnmarshalBinary(data []byte) error {
 	t, counters, err := parseTrailer(data, layoutCount, "counting bloom filter")

@@ -63,7 +63,7 @@ func (f *Filter) MarshalBinary() ([]byte, error) {
 }
 
 // UnmarshalBinary replaces f with the filter encoded in data, which it
-// copies. Malformed data gives an error matching base.ErrCorruption and
+// copies. Malformed data gives an error matching shale.ErrCorruption and
 // leaves f unchanged.
 func (f *Filter) UnmarshalBinary(data []byte) error {
 	t, lines, err := parseTrailer(data, layoutBits, "bloom filter")

@@ -154,7 +154,7 @@ func (s *Scalable) MarshalBinary() ([]byte, error) {
 }
 
 // UnmarshalBinary replaces s with the filter encoded in data, which it
-// copies. Malformed data gives an error matching base.ErrCorruption and
+// copies. Malformed data gives an error matching shale.ErrCorruption and
 // leaves s unchanged.
 func (s *Scalable) UnmarshalBinary(data []byte) error {
 	const name = "scalable bloom filter"

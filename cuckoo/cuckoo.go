@@ -258,7 +258,7 @@ func (c *Filter) MarshalBinary() ([]byte, error) {
 }
 
 // UnmarshalBinary replaces c with the filter encoded in data, which it
-// copies. Malformed data gives an error matching base.ErrCorruption and
+// copies. Malformed data gives an error matching shale.ErrCorruption and
 // leaves c unchanged.
 func (c *Filter) UnmarshalBinary(data []byte) error {
 	const name = "cuckoo filter"

@@ -51,7 +51,7 @@ func (f *Filter) BitsPerKey() float64 { return float64(8*len(f.f.solution)) / fl
 func (f *Filter) MarshalBinary() ([]byte, error) { return append([]byte(nil), f.data...), nil }
 
 // UnmarshalBinary replaces f with the filter encoded in data, which it
-// copies. Malformed data gives an error matching base.ErrCorruption and
+// copies. Malformed data gives an error matching shale.ErrCorruption and
 // leaves f unchanged.
 func (f *Filter) UnmarshalBinary(data []byte) error {
 	data = append([]byte(nil), data...)
