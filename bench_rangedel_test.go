@@ -59,15 +59,7 @@ func BenchmarkDeleteRange(b *testing.B) {
 				if err := db.Flush(); err != nil {
 					b.Fatal(err)
 				}
-				for {
-					ran, err := db.compactOnce()
-					if err != nil {
-						b.Fatal(err)
-					}
-					if !ran {
-						break
-					}
-				}
+				settleCompactions(b, db)
 				settled = tableBytes(db)
 				if err := db.Compact(); err != nil {
 					b.Fatal(err)

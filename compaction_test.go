@@ -296,7 +296,7 @@ func TestDynamicLevels(t *testing.T) {
 
 // settleCompactions runs the compactions the picker wants until it wants
 // none, alongside the background ones.
-func settleCompactions(t *testing.T, db *DB) {
+func settleCompactions(t testing.TB, db *DB) {
 	t.Helper()
 	for range 10_000 {
 		ran, err := db.compactOnce()

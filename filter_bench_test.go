@@ -65,15 +65,7 @@ func BenchmarkFilterPolicy(b *testing.B) {
 					if err := db.Flush(); err != nil {
 						b.Fatal(err)
 					}
-					for {
-						ran, err := db.compactOnce()
-						if err != nil {
-							b.Fatal(err)
-						}
-						if !ran {
-							break
-						}
-					}
+					settleCompactions(b, db)
 				}
 			}
 			before := db.Metrics()
