@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"iter"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -286,21 +288,36 @@ func (m *keyModel) begin([][]kv) {}
 // keys, so their order does not matter.
 func (m *keyModel) end(writes [][]kv, errs []error) {
 	for i, ops := range writes {
-		if errs[i] == nil {
-			for _, op := range ops {
-				m.acked[op.key] = op.val
-				delete(m.maybe, op.key)
+		for k, v := range m.effects(ops) {
+			if errs[i] == nil {
+				m.acked[k] = v
+				delete(m.maybe, k)
+			} else {
+				m.maybe[k] = append(m.maybe[k], v)
 			}
-			continue
-		}
-		last := map[string]*string{}
-		for _, op := range ops {
-			last[op.key] = op.val
-		}
-		for k, v := range last {
-			m.maybe[k] = append(m.maybe[k], v)
 		}
 	}
+}
+
+// effects returns what ops leave each key they touch: a value, or nil for
+// absent. A range deletion touches every key the model knows of in its
+// range; a key never written cannot be in the store.
+func (m *keyModel) effects(ops []kv) map[string]*string {
+	eff := map[string]*string{}
+	for _, op := range ops {
+		if op.end == "" {
+			eff[op.key] = op.val
+			continue
+		}
+		for _, known := range []iter.Seq[string]{maps.Keys(m.acked), maps.Keys(m.maybe), maps.Keys(eff)} {
+			for k := range known {
+				if op.covers(k) {
+					eff[k] = nil
+				}
+			}
+		}
+	}
+	return eff
 }
 
 // check compares a store's content with the model and describes the first

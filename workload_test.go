@@ -33,23 +33,36 @@ const (
 )
 
 // step is one operation of a workload. A put, delete or batch is one write,
-// a group several: writes[i] holds the puts and deletes of write i; a nil
-// value is a delete. The writes of a group touch disjoint keys.
+// a group several: writes[i] holds the puts, deletes and range deletions of
+// write i. The writes of a group touch disjoint keys and hold no range
+// deletion.
 type step struct {
 	kind   stepKind
 	writes [][]kv
 }
 
+// kv is one op of a write: a put of val to key; a delete of key when val
+// is nil; or, when end is not empty, a range deletion of [key, end).
 type kv struct {
 	key string
 	val *string
+	end string
 }
+
+// covers tells whether op is a range deletion that deletes k.
+func (op kv) covers(k string) bool { return op.end != "" && op.key <= k && k < op.end }
 
 // genWorkload returns n steps drawn from seed over a small key space, with
 // values from a few bytes to a few KiB (so that records span WAL pages).
 func genWorkload(seed uint64, n int) []step {
 	rng := rand.New(rand.NewPCG(seed, 0xc0ffee))
-	key := func() string { return fmt.Sprintf("k%03d", rng.IntN(120)) }
+	const keys = 120
+	key := func() string { return fmt.Sprintf("k%03d", rng.IntN(keys)) }
+	// rangeDel deletes up to 12 consecutive keys with one tombstone.
+	rangeDel := func() kv {
+		start := rng.IntN(keys)
+		return kv{key: fmt.Sprintf("k%03d", start), end: fmt.Sprintf("k%03d", start+1+rng.IntN(12))}
+	}
 	val := func(i int) *string {
 		size := rng.IntN(200)
 		if rng.IntN(10) == 0 {
@@ -64,16 +77,21 @@ func genWorkload(seed uint64, n int) []step {
 		var s step
 		switch r := rng.IntN(100); {
 		case r < 40:
-			s = step{kind: stepPut, writes: [][]kv{{{key(), val(i)}}}}
+			s = step{kind: stepPut, writes: [][]kv{{{key: key(), val: val(i)}}}}
+		case r < 47:
+			s = step{kind: stepDelete, writes: [][]kv{{{key: key()}}}}
 		case r < 50:
-			s = step{kind: stepDelete, writes: [][]kv{{{key(), nil}}}}
+			s = step{kind: stepDelete, writes: [][]kv{{rangeDel()}}}
 		case r < 67:
 			var ops []kv
 			for j := 2 + rng.IntN(6); j > 0; j-- {
-				if rng.IntN(4) == 0 {
-					ops = append(ops, kv{key(), nil})
-				} else {
-					ops = append(ops, kv{key(), val(i)})
+				switch rng.IntN(12) {
+				case 0, 1, 2:
+					ops = append(ops, kv{key: key()})
+				case 3:
+					ops = append(ops, rangeDel())
+				default:
+					ops = append(ops, kv{key: key(), val: val(i)})
 				}
 			}
 			s = step{kind: stepBatch, writes: [][]kv{ops}}
@@ -90,7 +108,7 @@ func genWorkload(seed uint64, n int) []step {
 					}
 					used[k] = true
 					v := fmt.Sprintf("v%d-%s", i, strings.Repeat("g", 1000+rng.IntN(2000)))
-					ops = append(ops, kv{k, &v})
+					ops = append(ops, kv{key: k, val: &v})
 				}
 				if len(ops) > 0 {
 					s.writes = append(s.writes, ops)
@@ -120,9 +138,12 @@ type state map[string]string
 // apply applies a write's ops to the state.
 func (s state) apply(ops []kv) {
 	for _, op := range ops {
-		if op.val == nil {
+		switch {
+		case op.end != "":
+			maps.DeleteFunc(s, func(k, _ string) bool { return op.covers(k) })
+		case op.val == nil:
 			delete(s, op.key)
-		} else {
+		default:
 			s[op.key] = *op.val
 		}
 	}
@@ -190,22 +211,35 @@ func (h *history) begin(writes [][]kv) {
 	h.fps = append(h.fps[:h.acked+1], fps)
 }
 
-// delta returns what applying ops to h.cur changes in its fingerprint.
+// delta returns what applying ops to h.cur changes in its fingerprint: the
+// keys the ops touch are replayed on an overlay of h.cur (nil: deleted), then
+// each touched key's old pair is XORed out and its new pair in.
 func (h *history) delta(ops []kv) uint64 {
-	var d uint64
-	seen := map[string]*string{} // the write's own earlier ops on a key
+	overlay := map[string]*string{}
 	for _, op := range ops {
-		if old, ok := seen[op.key]; ok {
-			if old != nil {
-				d ^= entryHash(op.key, *old)
+		if op.end == "" {
+			overlay[op.key] = op.val
+			continue
+		}
+		for k := range h.cur {
+			if op.covers(k) {
+				overlay[k] = nil
 			}
-		} else if old, ok := h.cur[op.key]; ok {
-			d ^= entryHash(op.key, old)
 		}
-		if op.val != nil {
-			d ^= entryHash(op.key, *op.val)
+		for k := range overlay {
+			if op.covers(k) {
+				overlay[k] = nil
+			}
 		}
-		seen[op.key] = op.val
+	}
+	var d uint64
+	for k, v := range overlay {
+		if old, ok := h.cur[k]; ok {
+			d ^= entryHash(k, old)
+		}
+		if v != nil {
+			d ^= entryHash(k, *v)
+		}
 	}
 	return d
 }
@@ -340,9 +374,12 @@ func (r *runner) run(s step) error {
 			wg.Go(func() {
 				b := r.db.NewBatch()
 				for _, op := range ops {
-					if op.val == nil {
+					switch {
+					case op.end != "":
+						b.DeleteRange([]byte(op.key), []byte(op.end))
+					case op.val == nil:
 						b.Delete([]byte(op.key))
-					} else {
+					default:
 						b.Put([]byte(op.key), []byte(*op.val))
 					}
 				}
