@@ -294,7 +294,7 @@ func (r *repairer) merge() ([]*table, error) {
 	var tombs []rangedel.Spans
 	var size int64
 	for _, t := range r.intact {
-		iters = append(iters, t.reader.NewIter())
+		iters = append(iters, t.reader.NewScanIter())
 		tombs = append(tombs, t.reader.RangeDels())
 		size += int64(t.reader.Properties().DataSize)
 	}

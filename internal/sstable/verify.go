@@ -7,7 +7,8 @@ import (
 )
 
 // Verify reads every data block of the table from the file (not the cache),
-// in the order of the index, and checks what reads rely on: each block's
+// in the order of the index and with the sequential reads of a scan
+// (NewScanIter), and checks what reads rely on: each block's
 // checksum and encoding, that every key is an internal key of a known kind,
 // that keys strictly increase across the whole table, that each block's keys
 // are at most its index separator and above the previous block's, and that
@@ -22,6 +23,7 @@ import (
 // the scan.
 func (r *Reader) Verify(keep func(key base.InternalKey, value []byte)) (problems []error, err error) {
 	var index, data blockIter
+	scan := scanReader{r: r, readahead: scanReadaheadMin}
 	if err := index.init(r.name, r.indexOffset, r.index); err != nil {
 		return []error{err}, nil
 	}
@@ -48,7 +50,7 @@ func (r *Reader) Verify(keep func(key base.InternalKey, value []byte)) (problems
 			corrupt(uint64(r.indexOffset), "index separators out of order at block offset %d", index.offset)
 		}
 		prevSep, haveSep = sep.Clone(), true
-		b, err := r.readBlock(h)
+		b, err := scan.block(h)
 		if err != nil {
 			if !errors.Is(err, base.ErrCorruption) {
 				return problems, err
