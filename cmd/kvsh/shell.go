@@ -51,7 +51,13 @@ const maxBloomBits = 64
 
 // newShell opens the store in dir (see openStore) with default options.
 func newShell(out io.Writer, dir string, interactive bool) (*shell, error) {
-	sh := &shell{out: out, interactive: interactive, dir: dir, now: time.Now}
+	return newShellWith(out, dir, interactive, shale.Options{})
+}
+
+// newShellWith opens the store in dir with opts, to which it adds the
+// listener that keeps the web view's events.
+func newShellWith(out io.Writer, dir string, interactive bool, opts shale.Options) (*shell, error) {
+	sh := &shell{out: out, interactive: interactive, dir: dir, now: time.Now, opts: opts}
 	sh.rng = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
 	sh.opts.EventListener = sh.events.listener()
 	db, err := openStore(dir, &sh.opts)
