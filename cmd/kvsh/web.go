@@ -8,9 +8,9 @@ package main
 // handler calls a method of the store that writes.
 
 import (
+	"bytes"
 	"context"
 	"embed"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -280,57 +281,85 @@ func buildState(db *shale.DB, dir string) webState {
 }
 
 // keySpace places keys on a line from the store's smallest key lo (0) to
-// its largest hi (1) by their leading bytes: past the prefix lo and hi
-// share, the next 8 bytes of a key, as a big-endian number, place it
-// linearly between theirs.
+// its largest hi (1) by their leading bytes. Past the prefix that lo and hi
+// share, up to 8 bytes of a key make a number in mixed radix: each byte is
+// scaled to the range of bytes that the tables' bounds hold at its position,
+// so that keys of decimal digits spread over the line as evenly as keys of
+// random bytes. The tables' bounds, whose bytes all lie in those ranges, are
+// placed in their order; other keys are placed next to their neighbours.
 type keySpace struct {
 	lo, hi         []byte
 	prefix         int
+	ranges         []byteRange // the bytes at positions prefix, prefix+1, ...
 	loNum, spanNum float64
 }
+
+// byteRange is the range of bytes the tables' bounds hold at one position.
+type byteRange struct{ lo, hi byte }
 
 // storeKeySpace is the key space of the tables: from the smallest of their
 // smallest keys to the largest of their largest.
 func storeKeySpace(levels [][]shale.TableInfo) keySpace {
-	var lo, hi []byte
-	first := true
+	var bounds [][]byte
 	for _, ts := range levels {
 		for _, t := range ts {
-			if first || string(t.Smallest) < string(lo) {
-				lo = t.Smallest
-			}
-			if first || string(t.Largest) > string(hi) {
-				hi = t.Largest
-			}
-			first = false
+			bounds = append(bounds, t.Smallest, t.Largest)
 		}
 	}
-	ks := keySpace{lo: lo, hi: hi}
-	for ks.prefix < len(lo) && ks.prefix < len(hi) && lo[ks.prefix] == hi[ks.prefix] {
+	var ks keySpace
+	if len(bounds) == 0 {
+		return ks
+	}
+	ks.lo, ks.hi = slices.MinFunc(bounds, bytes.Compare), slices.MaxFunc(bounds, bytes.Compare)
+	for ks.prefix < len(ks.lo) && ks.prefix < len(ks.hi) && ks.lo[ks.prefix] == ks.hi[ks.prefix] {
 		ks.prefix++
 	}
-	ks.loNum = ks.num(lo)
-	ks.spanNum = ks.num(hi) - ks.loNum
+	for i := ks.prefix; i < ks.prefix+8; i++ {
+		r := byteRange{lo: 255}
+		for _, b := range bounds {
+			if i < len(b) {
+				r.lo, r.hi = min(r.lo, b[i]), max(r.hi, b[i])
+			}
+		}
+		if r.lo > r.hi { // no bound is this long
+			break
+		}
+		ks.ranges = append(ks.ranges, r)
+	}
+	ks.loNum = ks.num(ks.lo)
+	ks.spanNum = ks.num(ks.hi) - ks.loNum
 	return ks
 }
 
-// num is the number the 8 bytes of key after the shared prefix make
-// (missing bytes are zeros).
+// num is key's number in [0, 1]: its bytes past the prefix as digits, each
+// in its position's range. A byte below its range ends the number there; a
+// byte above it makes the number the top of the digit before.
 func (ks keySpace) num(key []byte) float64 {
-	var b [8]byte
-	if len(key) > ks.prefix {
-		copy(b[:], key[ks.prefix:])
+	v, unit := 0.0, 1.0
+	for i, r := range ks.ranges {
+		if ks.prefix+i >= len(key) {
+			break
+		}
+		b, radix := key[ks.prefix+i], float64(int(r.hi)-int(r.lo)+1)
+		switch {
+		case b < r.lo:
+			return v
+		case b > r.hi:
+			return v + unit
+		}
+		unit /= radix
+		v += unit * float64(b-r.lo)
 	}
-	return float64(binary.BigEndian.Uint64(b[:]))
+	return v
 }
 
 // pos is key's position in the key space, from 0 to 1; keys outside it are
 // clamped to its ends. A key space of one key (or none) is all at 0.
 func (ks keySpace) pos(key []byte) float64 {
 	switch {
-	case string(key) <= string(ks.lo) || ks.spanNum <= 0:
+	case bytes.Compare(key, ks.lo) <= 0 || ks.spanNum <= 0:
 		return 0
-	case string(key) >= string(ks.hi):
+	case bytes.Compare(key, ks.hi) >= 0:
 		return 1
 	}
 	return min(max((ks.num(key)-ks.loNum)/ks.spanNum, 0), 1)

@@ -293,10 +293,15 @@ func TestKeySpace(t *testing.T) {
 	prev := 0.0
 	for i := range 200 {
 		got := ks.pos(fmt.Appendf(nil, "key%03d", i))
-		if got < prev {
+		if got < prev-1e-9 { // equal, but for rounding
 			t.Fatalf("pos(key%03d) = %g, before the key below it (%g)", i, got, prev)
 		}
 		prev = got
+	}
+	// Decimal keys spread evenly: each byte is scaled to '0'-'9'.
+	decimal := storeKeySpace([][]shale.TableInfo{{{Smallest: []byte("key000000"), Largest: []byte("key999999")}}})
+	if got := decimal.pos([]byte("key500000")); got < 0.4999 || got > 0.5001 {
+		t.Errorf("pos(key500000) in [key000000, key999999] = %g, want 0.5", got)
 	}
 	if got := storeKeySpace(nil).pos([]byte("k")); got != 0 {
 		t.Errorf("in an empty key space, pos = %g", got)

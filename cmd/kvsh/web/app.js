@@ -12,6 +12,8 @@ const ROW_H = 62;        // a level's row
 const ROW_GAP = 8;
 const LEVELS = 7;
 const POLL_MS = 1000;
+const MIN_W = 5;         // the least a table is drawn, wide and tall, so that it shows
+const MIN_H = 6;
 
 let state = null;        // the last /api/state answer
 let trace = null;        // the last /api/get answer
@@ -88,13 +90,14 @@ function drawTree() {
     const lanes = l.level === 0 ? Math.max(l.tables.length, 1) : 1;
     const lane = ROW_H / lanes;
     l.tables.forEach((t, i) => {
-      const x = keyX(t.x0);
-      const w = Math.max(keyX(t.x1) - x, 3);
-      const h = Math.max((lane - 2) * t.size / maxSize, 2);
+      const w = Math.max(keyX(t.x1) - keyX(t.x0), MIN_W);
+      const x = Math.min(keyX(t.x0), PLOT_X + PLOT_W - w);
+      const h = Math.min(Math.max((lane - 2) * t.size / maxSize, MIN_H), lane - 1);
+      const small = keyX(t.x1) - keyX(t.x0) < MIN_W || (lane - 2) * t.size / maxSize < MIN_H;
       const laneTop = top + (l.level === 0 ? i * lane : 0);
       const r = el("rect", {
         x: x, y: laneTop + lane - 1 - h, width: w, height: h,
-        class: "table" + (t.fileNum === selected ? " selected" : ""),
+        class: "table" + (small ? " small" : "") + (t.fileNum === selected ? " selected" : ""),
         "data-level": l.level, "data-file": t.fileNum,
       });
       r.append(el("title", {}, `${String(t.fileNum).padStart(6, "0")}.sst`));
@@ -143,8 +146,10 @@ function showTable(t, level) {
   box.replaceChildren(table);
 }
 
-// pathPoint is where step s of the trace is drawn: on its table if the
-// table is drawn, else at the key's position on its memtable or level.
+// pathPoint is where step s of the trace is drawn: at the key's position,
+// in the lane of its table (a table whose range holds the key is under the
+// dot; one whose range does not lies beside it), else in the row of its
+// memtable or level.
 function pathPoint(s, i) {
   if (s.level < 0) {
     const mems = 1 + state.metrics.ImmutableTables;
@@ -154,9 +159,8 @@ function pathPoint(s, i) {
   }
   const r = s.fileNum ? document.querySelector(`#tree rect.table[data-file="${s.fileNum}"]`) : null;
   if (r) {
-    const x = Math.min(Math.max(keyX(trace.x), +r.getAttribute("x")), +r.getAttribute("x") + +r.getAttribute("width"));
     const y = +r.getAttribute("y") + +r.getAttribute("height") / 2 + (s.source.endsWith("row cache") ? 8 : 0);
-    return [x, y];
+    return [keyX(trace.x), y];
   }
   return [keyX(trace.x), rowTop(s.level) + ROW_H / 2];
 }
@@ -183,7 +187,7 @@ function drawPath(svg) {
   trace.steps.forEach((s, i) => {
     const [x, y] = points[i];
     const dot = el("g", { class: "trace-point " + markClass[s.mark], "data-step": i + 1, "data-mark": s.mark, "data-source": s.source });
-    dot.append(el("circle", { cx: x, cy: y, r: 8 }));
+    dot.append(el("circle", { cx: x, cy: y, r: 7 }));
     dot.append(el("text", { x: x, y: y + 4, "text-anchor": "middle" }, `${i + 1}`));
     dot.append(el("title", {}, `${i + 1}. ${s.source}: ${s.outcome}`));
     g.append(dot);
@@ -209,7 +213,9 @@ function drawSteps() {
     }
     ol.append(li);
   }
-  const value = trace.value !== undefined ? `: ${trace.value}` : "";
+  const MAX_VALUE = 40;
+  let value = trace.value !== undefined ? `: ${trace.value}` : "";
+  if (value.length > MAX_VALUE) value = value.slice(0, MAX_VALUE) + `… (${trace.value.length} characters)`;
   $("lookup-result").textContent = `get ${trace.key} => ${trace.result}${value}`;
   ol.setAttribute("data-key", trace.key);
 }
@@ -256,7 +262,8 @@ function drawMetrics() {
   }
 }
 
-function tablesText(ios) {
+function tablesText(ios, kind) {
+  if (kind === "flush" && ios.length === 0) return "memtable";
   if (ios.length === 0) return "nothing";
   return ios.map((t) => `L${t.level}:${t.fileNum}`).join(" ");
 }
@@ -270,7 +277,7 @@ function drawEvents() {
   for (const e of state.events) {
     const li = html("li", { class: "event" + (e.seq > lastEventSeq ? " new" : ""), "data-kind": e.kind });
     li.append(html("span", { class: "time" }, e.time), " ", html("b", {}, e.kind), " ");
-    li.append(html("code", {}, `${tablesText(e.inputs)} → ${tablesText(e.outputs)}`));
+    li.append(html("code", {}, `${tablesText(e.inputs, e.kind)} → ${tablesText(e.outputs)}`));
     let sizes = e.bytesIn ? `${bytes(e.bytesIn)} in` : "";
     if (e.bytesOut) sizes += (sizes ? ", " : "") + `${bytes(e.bytesOut)} written`;
     li.append(html("span", { class: "detail" }, ` ${sizes}${sizes ? ", " : ""}${e.millis.toFixed(1)} ms` + (e.reason ? `: ${e.reason}` : "")));
