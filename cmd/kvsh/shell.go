@@ -25,18 +25,18 @@ type shell struct {
 	interactive bool // out is a terminal: show progress bars
 	dir         string
 	opts        shale.Options
-	db          *shale.DB // nil only after a failed reopen
+	db          *shale.DB       // nil only after a failed reopen
+	batch       *shale.Batch    // non-nil between batch and commit or abort
+	snap        *shale.Snapshot // non-nil while get, scan and count read a snapshot
+	now         func() time.Time
+	rng         *rand.Rand  // load's keys and values
+	filter      *playground // the filter command's standalone filter; nil until filter new
+	web         *webServer  // the web view, while it runs
+	events      eventRing   // the store's recent flushes and compactions, for the web view
 	// dbMu guards db and dir against the web view, which reads them from
 	// its own goroutines (see readStore). Only the shell's goroutine
 	// changes them, with dbMu held, so it reads them without.
-	dbMu   sync.RWMutex
-	batch  *shale.Batch    // non-nil between batch and commit or abort
-	snap   *shale.Snapshot // non-nil while get, scan and count read a snapshot
-	now    func() time.Time
-	rng    *rand.Rand  // load's keys and values
-	filter *playground // the filter command's standalone filter; nil until filter new
-	web    *webServer  // the web view, while it runs
-	events eventRing   // the store's recent flushes and compactions, for the web view
+	dbMu sync.RWMutex
 }
 
 // errQuit is what quit returns to end the session.

@@ -32,6 +32,8 @@ var webFiles embed.FS
 // webPage is the page's template; its data is a webPageData.
 var webPage = template.Must(template.ParseFS(webFiles, "web/index.html"))
 
+// webPageData is what the page's template shows: the address the server
+// listens on, and whether that is loopback.
 type webPageData struct {
 	Addr     string
 	Loopback bool
