@@ -98,6 +98,7 @@ func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
 	db.mu.Unlock()
 	if len(added) > 0 {
 		db.logf("flushed memtable to L0 %s in %v", added[0].meta, time.Since(start))
+		db.flushEnd(FlushInfo{Output: eventTable(0, added[0].meta), Duration: time.Since(start)})
 	}
 	db.maybeScheduleCompaction()
 	return nil
@@ -368,6 +369,8 @@ func (db *DB) runCompaction(v *version, job compactionJob) error {
 		}
 		db.stats.trivialMoves.Add(1)
 		db.logf("moved %s from L%d to L%d (%s)", in.meta, in.level, job.outputLevel, job.reason)
+		db.compactionEnd(CompactionInfo{Kind: CompactionMove, Reason: job.reason, Inputs: eventInputs(job.inputs),
+			Outputs: []EventTable{eventTable(job.outputLevel, in.meta)}, BytesIn: bytesIn, Duration: time.Since(start)})
 		return nil
 	}
 
@@ -419,6 +422,12 @@ func (db *DB) runCompaction(v *version, job compactionJob) error {
 	db.stats.levelBytesWritten[job.outputLevel].Add(bytesOut)
 	db.logf("compacted %d files (%d bytes) into %d L%d files (%d bytes) in %v: %s",
 		len(job.inputs), bytesIn, len(out), job.outputLevel, bytesOut, time.Since(start), job.reason)
+	info := CompactionInfo{Kind: CompactionRewrite, Reason: job.reason, Inputs: eventInputs(job.inputs),
+		BytesIn: bytesIn, BytesOut: bytesOut, Duration: time.Since(start)}
+	for _, t := range out {
+		info.Outputs = append(info.Outputs, eventTable(job.outputLevel, t.meta))
+	}
+	db.compactionEnd(info)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package shale
 import (
 	"bytes"
 	"slices"
+	"time"
 
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/manifest"
@@ -104,6 +105,7 @@ func deletesAll(seqs []base.SeqNum, f *manifest.FileMeta, snapshots []base.SeqNu
 
 // runDeleteOnly removes files from the version, reading none of them.
 func (db *DB) runDeleteOnly(files []levelFile) error {
+	start := time.Now()
 	edit := &manifest.VersionEdit{}
 	var bytesFreed uint64
 	for _, in := range files {
@@ -115,5 +117,7 @@ func (db *DB) runDeleteOnly(files []levelFile) error {
 	}
 	db.stats.deleteOnlyCompactions.Add(1)
 	db.logf("delete-only compaction: dropped %d tables (%d bytes) that range tombstones delete", len(files), bytesFreed)
+	db.compactionEnd(CompactionInfo{Kind: CompactionDeleteOnly, Reason: "range tombstones delete the tables wholly",
+		Inputs: eventInputs(files), BytesIn: int64(bytesFreed), Duration: time.Since(start)})
 	return nil
 }

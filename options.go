@@ -71,6 +71,9 @@ type Options struct {
 	// Logger receives one line per background event (flush, compaction,
 	// recovery). nil: silent.
 	Logger func(format string, args ...any)
+	// EventListener, when set, is told of each flush and compaction as it
+	// ends (see EventListener). nil: nobody is.
+	EventListener *EventListener
 }
 
 // validate rejects settings that have no meaning, before anything is

@@ -45,6 +45,9 @@ type TraceStep struct {
 	// RangeTombstone is the table's range tombstone fragment that covers
 	// the key, as "[start,end)#seqnums", if the lookup sees one.
 	RangeTombstone string
+	// OutsideRange says the key lies outside the table's key range (or,
+	// for a level step, every file's): skipped, no I/O.
+	OutsideRange bool
 }
 
 // TraceGet looks key up like Get and returns the path the lookup took. A key
@@ -98,7 +101,7 @@ func (t *LookupTrace) levelMiss(level, files int) {
 		return
 	}
 	outcome := fmt.Sprintf("no file's key range holds the key (%d files): skipped, no I/O", files)
-	t.Steps = append(t.Steps, TraceStep{Source: fmt.Sprintf("L%d", level), Level: level, Outcome: outcome})
+	t.Steps = append(t.Steps, TraceStep{Source: fmt.Sprintf("L%d", level), Level: level, Outcome: outcome, OutsideRange: true})
 }
 
 func tableStep(level int, m *manifest.FileMeta) TraceStep {
@@ -116,6 +119,7 @@ func tableStep(level int, m *manifest.FileMeta) TraceStep {
 func (t *LookupTrace) rangeSkip(level int, m *manifest.FileMeta) {
 	s := tableStep(level, m)
 	s.Outcome = "key outside the table's range: skipped, no I/O"
+	s.OutsideRange = true
 	t.Steps = append(t.Steps, s)
 }
 

@@ -8,7 +8,8 @@
 // default, and reads commands: put, get, del, scan, count,
 // batch/commit/abort, snapshot, flush, compact, stats, load, bloom, policy,
 // seed, lookups, autocompact, rowcache, export-filter, filter, explain get,
-// open, check, repair, help, quit. help lists them and help CMD describes
+// web, open, check, repair, help, quit. web serves a live, read-only view of
+// the store to a browser, on loopback unless told otherwise. help lists them and help CMD describes
 // one. The lessons in docs/lessons are typed into it.
 //
 // kvsh check DIR verifies the closed store in DIR and prints "DIR:
@@ -152,6 +153,8 @@ func completer() readline.AutoCompleter {
 			items = append(items, readline.PcItem(c.name, readline.PcItem("get")))
 		case "snapshot":
 			items = append(items, readline.PcItem(c.name, readline.PcItem("off")))
+		case "web":
+			items = append(items, readline.PcItem(c.name, readline.PcItem("stop")))
 		case "bloom", "autocompact":
 			items = append(items, readline.PcItem(c.name, readline.PcItem("on"), readline.PcItem("off")))
 		case "filter":

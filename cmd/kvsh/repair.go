@@ -29,9 +29,7 @@ func (sh *shell) offline(args []string, fn func(dir string) error) error {
 		if sh.snap != nil {
 			return errors.New("a snapshot is open and closing the store would end it: snapshot off first")
 		}
-		err := sh.db.Close()
-		sh.db = nil
-		if err != nil {
+		if err := sh.closeStore(); err != nil {
 			return fmt.Errorf("closing %s: %w", sh.dir, err)
 		}
 	}
@@ -41,7 +39,7 @@ func (sh *shell) offline(args []string, fn func(dir string) error) error {
 		if oerr != nil {
 			return errors.Join(err, fmt.Errorf("reopening %s: %w", sh.dir, oerr))
 		}
-		sh.db = db
+		sh.setStore(db, sh.dir)
 		fmt.Fprintf(sh.out, "reopened %s: %s\n", sh.dir, db.Metrics().Shape())
 	}
 	return err

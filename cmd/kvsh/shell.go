@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -30,6 +31,12 @@ type shell struct {
 	now         func() time.Time
 	rng         *rand.Rand  // load's keys and values
 	filter      *playground // the filter command's standalone filter; nil until filter new
+	web         *webServer  // the web view, while it runs
+	events      eventRing   // the store's recent flushes and compactions, for the web view
+	// dbMu guards db and dir against the web view, which reads them from
+	// its own goroutines (see readStore). Only the shell's goroutine
+	// changes them, with dbMu held, so it reads them without.
+	dbMu sync.RWMutex
 }
 
 // errQuit is what quit returns to end the session.
@@ -44,8 +51,15 @@ const maxBloomBits = 64
 
 // newShell opens the store in dir (see openStore) with default options.
 func newShell(out io.Writer, dir string, interactive bool) (*shell, error) {
-	sh := &shell{out: out, interactive: interactive, dir: dir, now: time.Now}
+	return newShellWith(out, dir, interactive, shale.Options{})
+}
+
+// newShellWith opens the store in dir with opts, to which it adds the
+// listener that keeps the web view's events.
+func newShellWith(out io.Writer, dir string, interactive bool, opts shale.Options) (*shell, error) {
+	sh := &shell{out: out, interactive: interactive, dir: dir, now: time.Now, opts: opts}
 	sh.rng = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
+	sh.opts.EventListener = sh.events.listener()
 	db, err := openStore(dir, &sh.opts)
 	if err != nil {
 		return nil, err
@@ -82,12 +96,29 @@ func (sh *shell) close() error {
 	}
 	sh.batch = nil
 	sh.releaseSnapshot()
+	sh.stopWeb()
 	if sh.db == nil {
 		return nil
 	}
+	return sh.closeStore()
+}
+
+// closeStore closes the open store and leaves the shell with none, holding
+// dbMu so that the web view never reads a store being closed.
+func (sh *shell) closeStore() error {
+	sh.dbMu.Lock()
+	defer sh.dbMu.Unlock()
 	err := sh.db.Close()
 	sh.db = nil
 	return err
+}
+
+// setStore makes db, in dir, the shell's store, holding dbMu: once it
+// returns, no web request reads the store it replaces.
+func (sh *shell) setStore(db *shale.DB, dir string) {
+	sh.dbMu.Lock()
+	defer sh.dbMu.Unlock()
+	sh.db, sh.dir = db, dir
 }
 
 func (sh *shell) releaseSnapshot() {
@@ -231,6 +262,8 @@ func init() {
 		{name: "filter", args: "SUBCOMMAND ...", summary: "play with a standalone Bloom filter, outside the store (help filter)", max: 1 + maxFilterArgs, inBatch: true, noDB: true, run: cmdFilter,
 			detail: "Subcommands: new N P [counting|scalable], add ITEM..., test ITEM..., remove ITEM..., fill N, probe N, stats, sizes N [BITS...]. filter new N P makes a Bloom filter for N items at false-positive rate P (counting: one that can remove; scalable: one that grows), replacing the one before. add, test and remove take items; fill N adds N items named item-1, item-2, ...; probe N tests N items never added, absent-1, absent-2, ..., and prints the measured rate. kvsh remembers what was added, so test tells a false positive from a true maybe and stats counts false negatives. sizes N builds filters of N items at 5, 10 and 15 bits per item (or BITS) and prints the textbook formula's rate beside the measured one. Items are named, not random, so the numbers are the same in every session."},
 		{name: "explain", args: "get KEY", summary: "look KEY up and print each step: memtables, tables, filters, block reads", min: 2, max: 2, inBatch: true, run: cmdExplain},
+		{name: "web", args: "[ADDR|stop]", summary: "serve a live, read-only view of the store to a browser; web stop ends it", max: 1, inBatch: true, noDB: true, run: cmdWeb,
+			detail: "Prints the URL. Without ADDR it listens on loopback (127.0.0.1) at a free port; ADDR (HOST:PORT, or a host) binds elsewhere, and other machines may then reach it. The page, refreshed every second while the shell goes on, draws the levels L0-L6 with each table to scale by key range and size (hover or click one for its keys, entries, filter and filter counts), the memtables, WAL, caches, write amplification and stalls, and the recent flushes and compactions; its lookup box draws the path of a get, as explain get prints it. Read-only: it answers GET requests only and never writes to the store."},
 		{name: "open", args: "DIR", summary: "close this store and open (or create) the one in DIR", min: 1, max: 1, noDB: true, run: cmdOpen,
 			detail: "The bloom and autocompact settings carry over. A directory that holds files but no store is refused, and the current store stays open if DIR cannot be opened."},
 		{name: "check", args: "[DIR]", summary: "verify the store in DIR (default: this one) and list every problem", max: 1, noDB: true, run: cmdCheck,
@@ -578,16 +611,15 @@ func (sh *shell) reopen(opts shale.Options) error {
 	if sh.snap != nil {
 		return errors.New("a snapshot is open and reopening the store would end it: snapshot off first")
 	}
-	err := sh.db.Close()
-	sh.db = nil
-	if err != nil {
+	if err := sh.closeStore(); err != nil {
 		return fmt.Errorf("closing to reopen: %w", err)
 	}
 	db, err := shale.Open(sh.dir, &opts)
 	if err != nil {
 		return fmt.Errorf("reopening: %w", err)
 	}
-	sh.db, sh.opts = db, opts
+	sh.setStore(db, sh.dir)
+	sh.opts = opts
 	return nil
 }
 
@@ -637,7 +669,7 @@ func cmdOpen(sh *shell, args []string, _ map[string]string) error {
 		return err
 	}
 	old := sh.db
-	sh.db, sh.dir = db, dir
+	sh.setStore(db, dir)
 	fmt.Fprintf(sh.out, "opened %s: %s\n", dir, db.Metrics().Shape())
 	if old != nil {
 		if err := old.Close(); err != nil {

@@ -122,6 +122,9 @@ type Reader struct {
 	filterSize  int
 	props       *Properties
 	rangeDels   rangedel.Spans // the range tombstones, fragmented
+	// filterCounts counts this table's filter outcomes alone, alongside
+	// stats, which several readers may share.
+	filterCounts struct{ checks, skips, falsePositives atomic.Int64 }
 }
 
 // Open reads a table's footer, metaindex, index, properties and filter
@@ -323,12 +326,14 @@ func (r *Reader) Get(ukey []byte, seq base.SeqNum, trace *GetTrace) (value []byt
 	}
 	if r.filter != nil {
 		r.stats.FilterChecks.Add(1)
+		r.filterCounts.checks.Add(1)
 		may := r.filter.MayContain(filter.Hash(ukey))
 		if trace != nil {
 			trace.FilterChecked, trace.FilterMayContain = true, may
 		}
 		if !may {
 			r.stats.FilterSkips.Add(1)
+			r.filterCounts.skips.Add(1)
 			return rangeDeleted(cover)
 		}
 	}
@@ -426,6 +431,7 @@ func (r *Reader) countFalsePositive(trace *GetTrace) {
 		return
 	}
 	r.stats.FilterFalsePositives.Add(1)
+	r.filterCounts.falsePositives.Add(1)
 	if trace != nil {
 		trace.FalsePositive = true
 	}
@@ -452,6 +458,13 @@ func (r *Reader) Properties() *Properties { return r.props }
 // FilterSize is the number of bytes of filter the reader holds in memory (0
 // when it uses no filter).
 func (r *Reader) FilterSize() int { return r.filterSize }
+
+// FilterCounts returns this table's filter outcomes since the Reader was
+// opened, counted like Stats' FilterChecks, FilterSkips and
+// FilterFalsePositives but for this table alone.
+func (r *Reader) FilterCounts() (checks, skips, falsePositives int64) {
+	return r.filterCounts.checks.Load(), r.filterCounts.skips.Load(), r.filterCounts.falsePositives.Load()
+}
 
 // IndexSize is the number of bytes of index the reader holds in memory.
 func (r *Reader) IndexSize() int { return len(r.index) }

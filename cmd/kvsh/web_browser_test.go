@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/shale-db/shale"
+)
+
+var updateScreenshot = flag.Bool("update-screenshot", false, "save TestWebBrowser's screenshot as docs/web.png")
+
+// findChromium returns the path of a Chromium (or Chrome) binary, or "".
+func findChromium() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	return ""
+}
+
+// drawnLevel is what the page drew for one level.
+type drawnLevel struct {
+	Level  int      `json:"level"`
+	Files  int      `json:"files"`
+	Label  string   `json:"label"`
+	Tables []uint64 `json:"tables"`
+	Xs     []string `json:"xs"` // each table's x, in drawing order
+}
+
+// drawnStep is what the page drew for one step of a lookup: its line in
+// the list and its dot on the tree.
+type drawnStep struct {
+	Source     string `json:"source"`
+	Mark       string `json:"mark"`
+	File       uint64 `json:"file"`
+	Outcome    string `json:"outcome"`
+	Disk       int    `json:"disk"`
+	Cache      int    `json:"cache"`
+	DotMark    string `json:"dotMark"`
+	DotSource  string `json:"dotSource"`
+	DotClasses string `json:"dotClasses"`
+}
+
+const drawnLevelsJS = `Array.from(document.querySelectorAll('#tree g.level')).map(g => ({
+	level: +g.dataset.level,
+	files: +g.dataset.files,
+	label: g.querySelector('.level-files').textContent,
+	tables: Array.from(g.querySelectorAll('rect.table')).map(r => +r.dataset.file),
+	xs: Array.from(g.querySelectorAll('rect.table')).map(r => r.getAttribute('x')),
+}))`
+
+const drawnStepsJS = `(() => {
+	const dots = Array.from(document.querySelectorAll('#trace-overlay .trace-point'));
+	return Array.from(document.querySelectorAll('#path li.step')).map((li, i) => ({
+		source: li.dataset.source,
+		mark: li.dataset.mark,
+		file: +li.dataset.file,
+		outcome: li.querySelector('.outcome').textContent,
+		disk: +li.dataset.blocksDisk,
+		cache: +li.dataset.blocksCache,
+		dotMark: dots[i] ? dots[i].dataset.mark : '',
+		dotSource: dots[i] ? dots[i].dataset.source : '',
+		dotClasses: dots[i] ? dots[i].getAttribute('class') : '',
+	}));
+})()`
+
+// TestWebBrowser loads the view in a real headless Chromium: it checks that
+// every level and table is drawn, that the lookup box draws TraceGet's path
+// step by step, and saves a screenshot. Without a browser it skips, unless
+// the CI environment variable is set: then it fails.
+func TestWebBrowser(t *testing.T) {
+	chromium := findChromium()
+	if chromium == "" {
+		msg := "no Chromium found (chromium, chromium-browser or google-chrome on PATH, or /usr/bin/chromium): install one (apt-get install chromium) to run this test"
+		if os.Getenv("CI") == "" {
+			t.Skip(msg)
+		}
+		t.Fatal(msg + "; CI is set, so the test must run")
+	}
+	sh, out := webTestShell(t)
+	out.Reset()
+	sh.exec("web")
+	m := regexp.MustCompile(`at (http://\S+/)\n`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("web printed %q", out.String())
+	}
+	url := m[1]
+
+	// Every wait below is bounded by this context: the test fails, never
+	// hangs.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ctx, cancel = chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromium),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+	)
+	defer cancel()
+	ctx, cancel = chromedp.NewContext(ctx)
+	defer cancel()
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitReady(chromedp.CSS(`#tree[data-updated]`))); err != nil {
+		t.Fatalf("loading %s: %v", url, err)
+	}
+
+	// The tree: every level, with its count, and every table, in order.
+	drawn, err := chromedp.Run(ctx, chromedp.Evaluate[[]drawnLevel](drawnLevelsJS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	levels := sh.db.Tables()
+	if len(drawn) != len(levels) {
+		t.Fatalf("the page drew %d levels, want %d", len(drawn), len(levels))
+	}
+	for level, tables := range levels {
+		d := drawn[level]
+		var want []uint64
+		for _, ti := range tables {
+			want = append(want, ti.FileNum)
+		}
+		label := fmt.Sprintf("%d table", len(tables))
+		if d.Level != level || d.Files != len(tables) || !slices.Equal(d.Tables, want) || !regexp.MustCompile("^"+label).MatchString(d.Label) {
+			t.Errorf("L%d drawn as level %d, %d files (%q), tables %v; want %d tables %v", level, d.Level, d.Files, d.Label, d.Tables, len(tables), want)
+		}
+		if level > 0 && !slices.IsSortedFunc(d.Xs, func(a, b string) int { return cmpFloat(t, a, b) }) {
+			t.Errorf("L%d: tables drawn at x %v, not in key order", level, d.Xs)
+		}
+	}
+
+	// The lookup box: each key's drawn path against TraceGet's. The key
+	// found at the bottom goes last, for the screenshot.
+	keys := lookupKeys(sh)
+	keys = append(keys[2:], keys[0], keys[1])
+	for _, key := range keys {
+		err := chromedp.Do(ctx,
+			chromedp.SetValue(chromedp.CSS(`#lookup-key`), key),
+			chromedp.Click(chromedp.CSS(`#lookup-button`)),
+			chromedp.WaitReady(chromedp.CSS(fmt.Sprintf(`#path[data-key=%q]`, shale.FormatKey([]byte(key))))),
+		)
+		if err != nil {
+			t.Fatalf("looking %s up: %v", key, err)
+		}
+		steps, err := chromedp.Run(ctx, chromedp.Evaluate[[]drawnStep](drawnStepsJS))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := sh.db.TraceGet([]byte(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []webStep
+		for i, s := range steps {
+			if s.DotMark != s.Mark || s.DotSource != s.Source || !regexp.MustCompile(`\btrace-point m-`).MatchString(s.DotClasses) {
+				t.Errorf("get %s, step %d: listed as %s (%s), drawn as %s (%s, class %q)", key, i+1, s.Source, s.Mark, s.DotSource, s.DotMark, s.DotClasses)
+			}
+			got = append(got, webStep{Source: s.Source, Mark: s.Mark, FileNum: s.File, Outcome: s.Outcome, BlocksFromDisk: s.Disk, BlocksFromCache: s.Cache})
+		}
+		checkTrace(t, got, want)
+	}
+
+	// Click a table of the level above the bottom: its details show.
+	clicked := levels[shale.NumLevels-2][0]
+	// The page redraws the tree every second, so the rect is clicked from
+	// within the page: a click through the input layer could land on a
+	// node just replaced.
+	click := fmt.Sprintf(`document.querySelector('#tree rect.table[data-file="%d"]').dispatchEvent(new MouseEvent('click', {bubbles: true}))`, clicked.FileNum)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](click)); err != nil {
+		t.Fatal(err)
+	}
+	details, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(fmt.Sprintf(`#table-details table[data-file="%d"]`, clicked.FileNum))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{fmt.Sprintf("%06d.sst", clicked.FileNum), shale.FormatKey(clicked.Smallest), clicked.Filter, fmt.Sprintf("entries%d", clicked.Entries)} {
+		if !regexp.MustCompile(regexp.QuoteMeta(want)).MatchString(details) {
+			t.Errorf("the details of table %06d do not show %q:\n%s", clicked.FileNum, want, details)
+		}
+	}
+
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "web.png")
+	if *updateScreenshot {
+		path = filepath.Join("..", "..", "docs", "web.png")
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", path, len(png))
+}
+
+// cmpFloat compares two numbers the page wrote as text.
+func cmpFloat(t *testing.T, a, b string) int {
+	var x, y float64
+	if _, err := fmt.Sscan(a, &x); err != nil {
+		t.Fatalf("x %q: %v", a, err)
+	}
+	if _, err := fmt.Sscan(b, &y); err != nil {
+		t.Fatalf("x %q: %v", b, err)
+	}
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,394 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shale-db/shale"
+)
+
+// multiLevelStore writes a store with tables in several levels and returns
+// its directory. It is the same store every run: each round of writes is
+// flushed and its compactions settle before the next round starts, so the
+// compaction picker sees the same sequence of versions; the memtable is
+// large enough that only the explicit flushes flush it.
+func multiLevelStore(t testing.TB) string {
+	dir := filepath.Join(t.TempDir(), "store")
+	db, err := shale.Open(dir, &shale.Options{MemTableSize: 64 << 20, LBaseMaxBytes: 32 << 10, TargetFileSize: 32 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(16, 1))
+	val := make([]byte, 100)
+	for range 8 {
+		b := db.NewBatch()
+		for range 2500 {
+			for i := range val {
+				val[i] = loadAlphabet[rng.IntN(len(loadAlphabet))]
+			}
+			b.Put(fmt.Appendf(nil, "key%06d", rng.IntN(1000000)), val)
+		}
+		if err := db.Apply(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		settle(t, db)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// settle waits, for at most a minute, until no level wants a compaction.
+func settle(t testing.TB, db *shale.DB) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		m := db.Metrics()
+		busy := m.ImmutableTables > 0
+		for _, l := range m.Levels {
+			busy = busy || l.Score >= 1
+		}
+		if !busy {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("compactions did not settle in a minute:\n%s", m)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// webTestShell opens a shell on a multi-level store with automatic
+// compactions off, and adds two L0 tables, so that the tree keeps its
+// shape while the test looks at it.
+func webTestShell(t testing.TB) (*shell, *bytes.Buffer) {
+	var out bytes.Buffer
+	sh, err := newShellWith(&out, multiLevelStore(t), false, shale.Options{DisableAutomaticCompactions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := sh.close(); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, line := range []string{"put key250000x newer", "flush", "put key750000x newer", "put key750001x newer", "flush"} {
+		if sh.exec(line) || strings.Contains(out.String(), "error") {
+			t.Fatalf("%s: %s", line, out.String())
+		}
+	}
+	levels := 0
+	for _, l := range sh.db.Tables() {
+		if len(l) > 0 {
+			levels++
+		}
+	}
+	t.Logf("the test store: %s", sh.db.Metrics().Shape())
+	if len(sh.db.Tables()[0]) != 2 || levels < 4 {
+		t.Fatalf("want 2 L0 tables and at least 4 levels: %s", sh.db.Metrics().Shape())
+	}
+	return sh, &out
+}
+
+// getJSON GETs url and decodes its JSON answer into v, returning the
+// status.
+func getJSON(t *testing.T, url string, v any) int {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return res.StatusCode
+}
+
+// checkState checks the tree /api/state drew against Tables: every level
+// and table, in order, placed in the key space in order.
+func checkState(t *testing.T, st webState, want [][]shale.TableInfo) {
+	t.Helper()
+	if len(st.Levels) != len(want) {
+		t.Fatalf("%d levels, want %d", len(st.Levels), len(want))
+	}
+	var xs0, xs1 []float64
+	for level, l := range st.Levels {
+		if l.Level != level || l.Files != len(want[level]) || len(l.Tables) != len(want[level]) {
+			t.Fatalf("L%d: level %d with %d files, %d tables; want %d", level, l.Level, l.Files, len(l.Tables), len(want[level]))
+		}
+		var size uint64
+		for i, wt := range l.Tables {
+			ti := want[level][i]
+			size += ti.Size
+			if wt.FileNum != ti.FileNum || wt.Size != ti.Size || wt.Entries != ti.Entries || wt.Filter != ti.Filter ||
+				wt.Smallest != shale.FormatKey(ti.Smallest) || wt.Largest != shale.FormatKey(ti.Largest) ||
+				wt.FilterChecks != ti.FilterChecks || wt.FilterSkips != ti.FilterSkips || wt.FalsePositives != ti.FilterFalsePositives {
+				t.Errorf("L%d table %d: %+v, want %+v", level, i, wt, ti)
+			}
+			if wt.X0 < 0 || wt.X0 > wt.X1 || wt.X1 > 1 {
+				t.Errorf("L%d table %06d at [%g, %g]", level, wt.FileNum, wt.X0, wt.X1)
+			}
+			if level > 0 && i > 0 && wt.X0 < l.Tables[i-1].X1 {
+				t.Errorf("L%d table %06d at %g starts before the one before it ends, %g", level, wt.FileNum, wt.X0, l.Tables[i-1].X1)
+			}
+			xs0, xs1 = append(xs0, wt.X0), append(xs1, wt.X1)
+		}
+		if l.Bytes != size {
+			t.Errorf("L%d: %d bytes, want %d", level, l.Bytes, size)
+		}
+	}
+	if slices.Min(xs0) != 0 || slices.Max(xs1) != 1 {
+		t.Errorf("the tables span [%g, %g] of the key space, want [0, 1]", slices.Min(xs0), slices.Max(xs1))
+	}
+}
+
+// checkTrace checks a lookup's steps, as the view has them, against
+// TraceGet's, step by step. Blocks are compared as a total: a second
+// lookup reads from the block cache what the first read from disk.
+func checkTrace(t *testing.T, got []webStep, want *shale.LookupTrace) {
+	t.Helper()
+	if len(got) != len(want.Steps) {
+		t.Fatalf("get %s: %d steps, want %d:\n%s", want.Key, len(got), len(want.Steps), want)
+	}
+	for i, g := range got {
+		w := want.Steps[i]
+		answered := i == len(got)-1 && want.Result != "absent"
+		wantMark := map[bool]string{true: markFound, false: markDeleted}[strings.HasPrefix(want.Result, "found")]
+		switch {
+		case answered:
+		case w.OutsideRange:
+			wantMark = markOutside
+		case w.FilterSkipped:
+			wantMark = markFilterNo
+		case w.FalsePositive:
+			wantMark = markFalsePos
+		case w.FilterChecked:
+			wantMark = markFilterYes
+		default:
+			wantMark = markMiss
+		}
+		if g.Source != w.Source || g.Outcome != w.Outcome || g.Mark != wantMark || g.FileNum != w.FileNum ||
+			g.BlocksFromDisk+g.BlocksFromCache != w.BlocksFromDisk+w.BlocksFromCache {
+			t.Errorf("get %s, step %d: %+v, want %s (%s):\n%s", want.Key, i+1, g, w.Source, wantMark, want)
+		}
+	}
+}
+
+// lookupKeys are keys whose lookups take each kind of step: one below
+// every table, one found at the bottom, one absent, one found in L0.
+func lookupKeys(sh *shell) []string {
+	bottom := sh.db.Tables()[shale.NumLevels-1]
+	return []string{"a", string(bottom[len(bottom)/2].Smallest), "key500000~", "key750001x"}
+}
+
+// TestWebAPI checks the JSON endpoints against Tables and TraceGet, without
+// a browser.
+func TestWebAPI(t *testing.T) {
+	sh, _ := webTestShell(t)
+	srv := httptest.NewServer(webHandler(sh, webPageData{Addr: "test", Loopback: true}))
+	defer srv.Close()
+
+	marks := map[string]bool{}
+	for _, key := range lookupKeys(sh) {
+		var tr webTrace
+		if code := getJSON(t, srv.URL+"/api/get?key="+key, &tr); code != http.StatusOK {
+			t.Fatalf("get %s: status %d", key, code)
+		}
+		want, err := sh.db.TraceGet([]byte(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.Key != key || tr.Result != want.Result {
+			t.Errorf("get %s: key %s, result %q; want %q", key, tr.Key, tr.Result, want.Result)
+		}
+		checkTrace(t, tr.Steps, want)
+		for _, s := range tr.Steps {
+			marks[s.Mark] = true
+		}
+	}
+	for _, m := range []string{markOutside, markFilterNo, markFound} {
+		if !marks[m] {
+			t.Errorf("no lookup had a step marked %q", m)
+		}
+	}
+
+	// The lookups above counted in the tables' filter counts, which the
+	// state now shows.
+	var st webState
+	if code := getJSON(t, srv.URL+"/api/state", &st); code != http.StatusOK {
+		t.Fatalf("state: status %d", code)
+	}
+	checkState(t, st, sh.db.Tables())
+	if st.Dir != sh.dir || st.Metrics.Flushes != 2 {
+		t.Errorf("state: dir %s, %d flushes; want %s, 2", st.Dir, st.Metrics.Flushes, sh.dir)
+	}
+	if len(st.Events) != 2 || st.Events[0].Kind != "flush" || st.Events[0].Outputs[0].FileNum != sh.db.Tables()[0][0].FileNum {
+		t.Errorf("events: %+v, want the two flushes, newest first", st.Events)
+	}
+
+	var e map[string]string
+	if code := getJSON(t, srv.URL+`/api/get?key="a`, &e); code != http.StatusBadRequest || e["error"] == "" {
+		t.Errorf("a malformed key: status %d, %v", code, e)
+	}
+	for _, path := range []string{"/", "/api/state", "/api/get?key=a", "/static/app.js"} {
+		res, err := http.Post(srv.URL+path, "text/plain", strings.NewReader("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("POST %s: status %d, want 405", path, res.StatusCode)
+		}
+	}
+	res, err := http.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page bytes.Buffer
+	page.ReadFrom(res.Body)
+	res.Body.Close()
+	for _, want := range []string{"read-only", "loopback only", `src="/static/app.js"`} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+
+	if err := sh.closeStore(); err != nil {
+		t.Fatal(err)
+	}
+	if code := getJSON(t, srv.URL+"/api/state", &e); code != http.StatusServiceUnavailable || e["error"] != errNoStore.Error() {
+		t.Errorf("with no store: status %d, %v", code, e)
+	}
+}
+
+// TestKeySpace checks where keys land in the key space.
+func TestKeySpace(t *testing.T) {
+	ks := storeKeySpace([][]shale.TableInfo{{{Smallest: []byte("key000"), Largest: []byte("key100")}}, {{Smallest: []byte("key050"), Largest: []byte("key200")}}})
+	for _, c := range []struct {
+		key  string
+		want float64
+	}{{"a", 0}, {"key000", 0}, {"key100", 0.5}, {"key200", 1}, {"z", 1}} {
+		// After the shared prefix "key", "100" is halfway from "000" to
+		// "200", as numbers of their bytes.
+		if got := ks.pos([]byte(c.key)); got < c.want-0.01 || got > c.want+0.01 {
+			t.Errorf("pos(%s) = %g, want %g", c.key, got, c.want)
+		}
+	}
+	prev := 0.0
+	for i := range 200 {
+		got := ks.pos(fmt.Appendf(nil, "key%03d", i))
+		if got < prev-1e-9 { // equal, but for rounding
+			t.Fatalf("pos(key%03d) = %g, before the key below it (%g)", i, got, prev)
+		}
+		prev = got
+	}
+	// Decimal keys spread evenly: each byte is scaled to '0'-'9'.
+	decimal := storeKeySpace([][]shale.TableInfo{{{Smallest: []byte("key000000"), Largest: []byte("key999999")}}})
+	if got := decimal.pos([]byte("key500000")); got < 0.4999 || got > 0.5001 {
+		t.Errorf("pos(key500000) in [key000000, key999999] = %g, want 0.5", got)
+	}
+	if got := storeKeySpace(nil).pos([]byte("k")); got != 0 {
+		t.Errorf("in an empty key space, pos = %g", got)
+	}
+}
+
+// TestWebCommand drives web and web stop, and polls the view while the
+// shell loads keys and reopens its store: the view reads the shell's
+// current store, never a closed one.
+func TestWebCommand(t *testing.T) {
+	var out bytes.Buffer
+	sh, err := newShell(&out, t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.close()
+	run := func(line string) string {
+		t.Helper()
+		out.Reset()
+		sh.exec(line)
+		return out.String()
+	}
+	got := run("web")
+	m := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/)\n.*loopback only`).FindStringSubmatch(got)
+	if m == nil {
+		t.Fatalf("web printed %q", got)
+	}
+	url := m[1]
+	if got := run("web"); !strings.Contains(got, "error: the web view is already running at "+url) {
+		t.Errorf("web again printed %q", got)
+	}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var polls int
+	var pollErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			res, err := http.Get(url + "api/state")
+			if err != nil {
+				pollErr = err
+				return
+			}
+			var st webState
+			err = json.NewDecoder(res.Body).Decode(&st)
+			res.Body.Close()
+			switch {
+			case err != nil:
+				pollErr = err
+				return
+			case res.StatusCode == http.StatusServiceUnavailable: // between a close and an open
+			case res.StatusCode != http.StatusOK || len(st.Levels) != shale.NumLevels:
+				pollErr = fmt.Errorf("status %d, %d levels: read a closed store?", res.StatusCode, len(st.Levels))
+				return
+			}
+			polls++
+		}
+	}()
+	other := filepath.Join(t.TempDir(), "other")
+	for _, line := range []string{"load 3000", "bloom 5", "load 3000", "autocompact off", "flush", "open " + other, "load 100", "rowcache 4096"} {
+		if got := run(line); strings.Contains(got, "error") {
+			t.Errorf("%s: %s", line, got)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if pollErr != nil || polls == 0 {
+		t.Fatalf("after %d polls: %v", polls, pollErr)
+	}
+
+	if got := run("web stop"); got != "stopped the web view at "+url+"\n" {
+		t.Errorf("web stop printed %q", got)
+	}
+	if _, err := http.Get(url); err == nil {
+		t.Errorf("the view still answers after web stop")
+	}
+	if got := run("web 0.0.0.0:0"); !strings.Contains(got, "which is not loopback, as you asked") {
+		t.Errorf("web 0.0.0.0:0 printed %q", got)
+	}
+	if got := run("web stop"); !strings.HasPrefix(got, "stopped") {
+		t.Errorf("web stop printed %q", got)
+	}
+}

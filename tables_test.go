@@ -1,0 +1,223 @@
+package shale
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/shale-db/shale/vfs"
+)
+
+// TestTables checks Tables against Metrics on a store with tables in L0 and
+// L6, and that the per-table filter counts add up to the store's.
+func TestTables(t *testing.T) {
+	db := mustOpen(t, "db", &Options{FS: vfs.NewMem(), DisableAutomaticCompactions: true, TargetFileSize: 8 << 10})
+	defer db.Close()
+	loadKeys(t, db, 3000) // compacted into several L6 tables
+	for i := range 2 {
+		for j := range 10 {
+			if err := db.Put(key(1000*i+j), []byte("newer")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	levels, m := db.Tables(), db.Metrics()
+	if len(levels) != NumLevels {
+		t.Fatalf("Tables has %d levels, want %d", len(levels), NumLevels)
+	}
+	if len(levels[0]) != 2 || len(levels[6]) < 3 {
+		t.Fatalf("want 2 tables in L0 and several in L6: %s", m.Shape())
+	}
+	var entries uint64
+	for level, tables := range levels {
+		var size int64
+		for i, ti := range tables {
+			size += int64(ti.Size)
+			entries += ti.Entries
+			if ti.Level != level || ti.Filter == "" || ti.FilterBitsPerKey < 5 || bytes.Compare(ti.Smallest, ti.Largest) > 0 {
+				t.Errorf("L%d table %d: %+v", level, i, ti)
+			}
+			if i == 0 {
+				continue
+			}
+			prev := tables[i-1]
+			if level == 0 && prev.FileNum < ti.FileNum {
+				t.Errorf("L0 not newest first: %06d before %06d", prev.FileNum, ti.FileNum)
+			}
+			if level > 0 && bytes.Compare(prev.Largest, ti.Smallest) >= 0 {
+				t.Errorf("L%d not in key order: %06d ends at %q, %06d starts at %q", level, prev.FileNum, prev.Largest, ti.FileNum, ti.Smallest)
+			}
+		}
+		if len(tables) != m.Levels[level].Files || size != m.Levels[level].Bytes {
+			t.Errorf("L%d: Tables has %d tables of %d bytes, Metrics %d of %d", level, len(tables), size, m.Levels[level].Files, m.Levels[level].Bytes)
+		}
+	}
+	if entries != 3020 {
+		t.Errorf("%d entries in all, want 3020", entries)
+	}
+
+	for i := range 2000 {
+		if _, err := db.Get(fmt.Appendf(nil, "key%06d~", i)); err != ErrNotFound {
+			t.Fatalf("absent key: %v", err)
+		}
+	}
+	var checks, skips, fps int64
+	for _, tables := range db.Tables() {
+		for _, ti := range tables {
+			checks += ti.FilterChecks
+			skips += ti.FilterSkips
+			fps += ti.FilterFalsePositives
+		}
+	}
+	m = db.Metrics()
+	if checks != m.FilterChecks || skips != m.FilterSkips || fps != m.FilterFalsePositives || skips == 0 || fps == 0 {
+		t.Errorf("tables: %d checks, %d skips, %d false positives; Metrics: %d, %d, %d; want equal, with skips and false positives",
+			checks, skips, fps, m.FilterChecks, m.FilterSkips, m.FilterFalsePositives)
+	}
+}
+
+// eventLog records a DB's events as lines.
+type eventLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *eventLog) listener() *EventListener {
+	add := func(s string) {
+		l.mu.Lock()
+		l.lines = append(l.lines, s)
+		l.mu.Unlock()
+	}
+	return &EventListener{
+		FlushEnd: func(fi FlushInfo) { add(fmt.Sprintf("flush -> %s", eventTables([]EventTable{fi.Output}))) },
+		CompactionEnd: func(ci CompactionInfo) {
+			add(fmt.Sprintf("%s %s -> %s", ci.Kind, eventTables(ci.Inputs), eventTables(ci.Outputs)))
+		},
+	}
+}
+
+// take returns the lines recorded since the last take.
+func (l *eventLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lines := l.lines
+	l.lines = nil
+	return lines
+}
+
+func eventTables(ts []EventTable) string {
+	var s []string
+	for _, t := range ts {
+		s = append(s, fmt.Sprintf("L%d:%d", t.Level, t.FileNum))
+	}
+	return "[" + strings.Join(s, " ") + "]"
+}
+
+// levelTables lists Tables' tables of the given levels as eventTables does.
+func levelTables(db *DB, levels ...int) string {
+	var ts []EventTable
+	for _, level := range levels {
+		for _, ti := range db.Tables()[level] {
+			ts = append(ts, EventTable{Level: level, FileNum: ti.FileNum})
+		}
+	}
+	return eventTables(ts)
+}
+
+// TestEventListener checks that a flush, a trivial move, a compaction and a
+// delete-only compaction each tell the listener which tables went in and
+// which came out.
+func TestEventListener(t *testing.T) {
+	var log eventLog
+	db := mustOpen(t, "db", &Options{FS: vfs.NewMem(), DisableAutomaticCompactions: true, L0CompactionThreshold: 1,
+		TargetFileSize: 4 << 10, EventListener: log.listener()})
+	defer db.Close()
+	expect := func(what string, want ...string) {
+		t.Helper()
+		if got := log.take(); !slices.Equal(got, want) {
+			t.Errorf("%s: events %q, want %q", what, got, want)
+		}
+	}
+	put := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			if err := db.Put(key(i), []byte("value")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	put(0, 500)
+	l0 := levelTables(db, 0)
+	expect("flush", "flush -> "+l0)
+	if _, err := db.compactOnce(); err != nil { // L0 at its threshold, L6 empty
+		t.Fatal(err)
+	}
+	expect("move", "trivial move "+l0+" -> "+strings.ReplaceAll(l0, "L0", "L6"))
+
+	put(250, 750)
+	expect("second flush", "flush -> "+levelTables(db, 0))
+	ins := levelTables(db, 0, 6)
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	bottom := levelTables(db, 6)
+	if strings.Count(bottom, "L6") < 2 {
+		t.Fatalf("want several L6 tables, have %s", bottom)
+	}
+	expect("compaction", "compaction "+ins+" -> "+bottom)
+
+	if err := db.DeleteRange(key(0), key(1000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	expect("flush of a range tombstone", "flush -> "+levelTables(db, 0))
+	if _, err := db.compactOnce(); err != nil {
+		t.Fatal(err)
+	}
+	expect("delete-only", "delete-only "+bottom+" -> []")
+}
+
+// TestTraceOutsideRange checks that a lookup's trace marks the tables and
+// levels it skipped by key range, and only those.
+func TestTraceOutsideRange(t *testing.T) {
+	db := mustOpen(t, "db", &Options{FS: vfs.NewMem(), DisableAutomaticCompactions: true, TargetFileSize: 8 << 10})
+	defer db.Close()
+	loadKeys(t, db, 3000)
+	if err := db.Put(key(10), []byte("newer")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		key     string
+		outside []bool // per step
+	}{
+		{"a", []bool{false, true, true}},                // memtable; the L0 table; L6
+		{string(key(2000)), []bool{false, true, false}}, // the L6 table holding it
+	} {
+		tr, err := db.TraceGet([]byte(c.key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []bool
+		for _, s := range tr.Steps {
+			got = append(got, s.OutsideRange)
+		}
+		if !slices.Equal(got, c.outside) {
+			t.Errorf("get %s: OutsideRange %v, want %v:\n%s", c.key, got, c.outside, tr)
+		}
+	}
+}
