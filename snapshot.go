@@ -59,7 +59,7 @@ func (s *Snapshot) NewIter(opts *IterOptions) *Iterator {
 	if s.closed {
 		return &Iterator{err: ErrClosed}
 	}
-	return s.db.newIter(opts, s.seq)
+	return s.db.newIter(opts, s.seq, nil)
 }
 
 // Close releases the snapshot. Closing twice returns ErrClosed, and so does
