@@ -53,6 +53,14 @@ func (s *Snapshot) TraceGet(key []byte) (*LookupTrace, error) {
 	return s.db.traceGet(key, s.seq)
 }
 
+// TraceScan scans like DB.TraceScan, at the snapshot.
+func (s *Snapshot) TraceScan(opts *IterOptions) (*ScanTrace, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	return s.db.traceScan(opts, s.seq)
+}
+
 // NewIter returns an iterator over the store as it was when the snapshot was
 // taken.
 func (s *Snapshot) NewIter(opts *IterOptions) *Iterator {

@@ -264,9 +264,11 @@ type ScanTrace struct {
 	// LowerBound, UpperBound and Prefix are the scan's options;
 	// LowerBound and UpperBound are intersected with Prefix's keys.
 	LowerBound, UpperBound, Prefix []byte
+	// Extractor names the store's prefix extractor ("" for none), and
 	// PrefixFilters says whether the scan consulted the tables' prefix
-	// filters: Prefix is set, and the store's extractor maps the keys that
-	// start with it to Prefix itself.
+	// filters: Prefix is set, and the extractor maps the keys that start
+	// with it to Prefix itself.
+	Extractor     string
 	PrefixFilters bool
 	Steps         []ScanStep
 	Keys          int // keys the scan returned
@@ -325,12 +327,20 @@ func (r ScanReason) String() string {
 // NewIter(opts) does, and returns the path it took. nil opts: the whole key
 // space.
 func (db *DB) TraceScan(opts *IterOptions) (*ScanTrace, error) {
+	return db.traceScan(opts, readLatest)
+}
+
+// traceScan traces a scan at seq (a snapshot's, or readLatest).
+func (db *DB) traceScan(opts *IterOptions, seq base.SeqNum) (*ScanTrace, error) {
 	tr := &scanTracer{files: map[uint64]*scanFile{}}
-	it := db.newIter(opts, readLatest, tr)
+	it := db.newIter(opts, seq, tr)
 	if it.err != nil {
 		return nil, it.err
 	}
 	t := &ScanTrace{LowerBound: it.lower, UpperBound: it.upper}
+	if db.opts.Prefix != nil {
+		t.Extractor = db.opts.Prefix.Name
+	}
 	if opts != nil {
 		t.Prefix = bytes.Clone(opts.Prefix)
 		t.PrefixFilters = db.opts.Prefix.filterable(opts.Prefix)
@@ -449,9 +459,12 @@ func (t *ScanTrace) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "scan [%s, %s)", boundString(t.LowerBound), boundString(t.UpperBound))
 	if len(t.Prefix) > 0 {
-		filters := "prefix filters not consulted: the store's extractor does not give this prefix"
-		if t.PrefixFilters {
-			filters = "prefix filters consulted"
+		filters := "prefix filters consulted"
+		switch {
+		case t.Extractor == "":
+			filters = "no prefix extractor: prefix filters not consulted"
+		case !t.PrefixFilters:
+			filters = fmt.Sprintf("not a prefix of %s: prefix filters not consulted", t.Extractor)
 		}
 		fmt.Fprintf(&b, " prefix=%s (%s)", FormatKey(t.Prefix), filters)
 	}
