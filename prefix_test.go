@@ -286,3 +286,44 @@ func TestPrefixExtractorChange(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefixExtractorOptions checks FixedPrefix and the validation of
+// Options.Prefix.
+func TestPrefixExtractorOptions(t *testing.T) {
+	p := FixedPrefix(3)
+	if p.Name != "fixed:3" {
+		t.Fatalf("name %q", p.Name)
+	}
+	for key, want := range map[string]int{"": 0, "ab": 0, "abc": 3, "abcdef": 3} {
+		if got := p.Length([]byte(key)); got != want {
+			t.Errorf("Length(%q) = %d, want %d", key, got, want)
+		}
+	}
+	if FixedPrefix(0) != nil {
+		t.Error("FixedPrefix(0) is an extractor")
+	}
+	for _, bad := range []*PrefixExtractor{{Length: p.Length}, {Name: "x"}} {
+		if db, err := Open("db", &Options{FS: vfs.NewMem(), Prefix: bad}); err == nil {
+			db.Close()
+			t.Errorf("Open accepted Prefix %+v", *bad)
+		}
+	}
+	for _, tc := range []struct{ lower, upper, prefix, wantLower, wantUpper string }{
+		{"", "", "ab", "ab", "ac"},
+		{"aa", "zz", "ab", "ab", "ac"},
+		{"abc", "abd", "ab", "abc", "abd"},
+		{"", "", "a\xff", "a\xff", "b"},
+	} {
+		var lower, upper []byte
+		if tc.lower != "" {
+			lower, upper = []byte(tc.lower), []byte(tc.upper)
+		}
+		l, u := prefixBounds(lower, upper, []byte(tc.prefix))
+		if string(l) != tc.wantLower || string(u) != tc.wantUpper {
+			t.Errorf("prefixBounds(%q, %q, %q) = %q, %q", tc.lower, tc.upper, tc.prefix, l, u)
+		}
+	}
+	if l, u := prefixBounds(nil, nil, []byte("\xff\xff")); string(l) != "\xff\xff" || u != nil {
+		t.Errorf("prefix of 0xff bytes: [%q, %q), want no upper bound", l, u)
+	}
+}
