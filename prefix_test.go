@@ -64,7 +64,7 @@ func checkPrefixScan(t *testing.T, r reader, prefix, lower, upper []byte) {
 // filtered by the prefix return: in both directions, with and without
 // bounds, at the latest state and at a snapshot.
 func TestPrefixScanRandom(t *testing.T) {
-	for seed := uint64(1); seed <= 3; seed++ {
+	for seed := uint64(1); seed <= 2; seed++ {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { runPrefixScanRandom(t, seed) })
 	}
 }
@@ -116,7 +116,7 @@ func runPrefixScanRandom(t *testing.T, seed uint64) {
 		}
 	}
 	group := rng.IntN(20)
-	for i := range 3000 {
+	for i := range 2000 {
 		if rng.IntN(60) == 0 {
 			group = rng.IntN(20) // writes cluster in a few groups at a time
 		}
@@ -155,7 +155,7 @@ func runPrefixScanRandom(t *testing.T, seed uint64) {
 			snap = db.NewSnapshot()
 		case op < 77 && snap != nil:
 			check(snap)
-		case op < 90:
+		case op < 84:
 			check(db)
 		}
 	}
