@@ -79,24 +79,25 @@
 // memory, small.
 //
 // The filter block holds what the FilterPolicy's writer returned after it
-// was given filter.Hash of each distinct user key in the table, once, and,
-// when the table is written with a prefix extractor (WriterOptions.PrefixLength),
-// PrefixHash of each key's prefix: the first PrefixLength(key) bytes of the
-// user key, skipped when that length is outside 1..len(key) (the key has no
-// prefix), added
-// once per run of keys sharing it (keys arrive in order, so for the usual
-// extractors that is once per distinct prefix). PrefixHash is filter.Hash
-// XOR 0x9e3779b97f4a7c15, so that a prefix does not answer for a key of the
-// same bytes. The filter is sized by its policy for everything added, keys
-// plus prefixes, so its rate for point lookups is what it is without
-// prefixes. The extractor's name is then the prefix-extractor property:
-// a reader consults the filter for a prefix only when that name is its
-// store's extractor's. A binary from before prefix filters ignores the
-// property (see below) and reads the filter as a filter of keys with a few
-// more entries, which it is: no key is missing from it, so its lookups stay
-// correct. When the writer cannot build a filter for those keys (a binary
-// fuse filter that no seed peels), the table has no filter block and no
-// filter-policy or prefix-extractor property, and filter-error says why.
+// was given filter.Hash of each distinct user key in the table, once. A
+// table written with a prefix extractor (WriterOptions.PrefixLength) also
+// gives it PrefixHash of each key's prefix, the first PrefixLength(key)
+// bytes of the user key (none when that length is outside 1..len(key)),
+// once per run of consecutive keys sharing it: for the usual extractors,
+// whose prefixes of keys in order come in runs, once per distinct prefix.
+// PrefixHash is filter.Hash XOR 0x9e3779b97f4a7c15, so that a prefix does
+// not answer for a key of the same bytes. The policy sizes the filter for
+// all it was given, keys plus prefixes, so its false-positive rate for keys
+// is what it is without prefixes; num-prefixes counts them, and the
+// prefix-extractor property names the extractor, whose prefixes a reader
+// looks up only for a store using the extractor of that name. A binary
+// from before prefix filters ignores both properties (readers skip names
+// they do not know) and reads the filter as a filter of keys with more
+// entries, which it is: no key is missing from it, so its lookups stay
+// correct, at the rate of the keys-plus-prefixes sizing. When the writer
+// cannot build a filter for what it was given (a binary fuse filter that no
+// seed peels), the table has no filter block and no filter-policy,
+// prefix-extractor or num-prefixes property, and filter-error says why.
 //
 // The range-deletion block holds the table's range tombstones, fragmented
 // (they do not overlap one another), in the encoding that
