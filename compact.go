@@ -193,11 +193,15 @@ func (db *DB) writeTables(it *compaction.Iter, tombs rangedel.Spans, level int, 
 		if err != nil {
 			return err
 		}
-		w = sstable.NewWriter(f, sstable.WriterOptions{
+		wopts := sstable.WriterOptions{
 			BlockSize:    db.opts.BlockSize,
 			FilterPolicy: db.filterFor(level, inputs, size),
 			BytesPerSync: outputSyncBytes,
-		})
+		}
+		if p := db.opts.Prefix; p != nil {
+			wopts.PrefixName, wopts.PrefixLength = p.Name, p.Length
+		}
+		w = sstable.NewWriter(f, wopts)
 		return nil
 	}
 	// finish closes the current table, giving it the tombstones below

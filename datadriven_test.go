@@ -28,6 +28,7 @@ type ddState struct {
 	// generate lookups of keys that are there and keys that are not.
 	loaded       int
 	loadedPrefix string
+	groups       int // the number of groups of the last load-groups
 }
 
 // TestDataDriven runs the cases in testdata/. Commands:
@@ -50,7 +51,21 @@ type ddState struct {
 //	                  span keys of its prefix); prints each result
 //	                  when there are few, then the disk reads and filter
 //	                  counts the lookups cost)
+//	load-groups groups=G keys=K files=F [settle]
+//	                 (keys user%04d/%04d of the even groups 0, 2, ...,
+//	                  2G-2, K each, striped by group over F flushed L0
+//	                  files: file j holds the groups g with g/2%F == j, so
+//	                  every file spans the whole key range and holds a few
+//	                  prefixes; the odd groups are absent prefixes inside
+//	                  every file's range)
+//	scans [present=N] [absent=N]
+//	                 (N scans of a whole group of the last load-groups, by
+//	                  IterOptions.Prefix "userGGGG/", of present and of
+//	                  absent groups spread over them; prints the keys, the
+//	                  disk reads and the prefix filter counts they cost)
 //	explain KEY      (the traced lookup)
+//	explain-scan [lower=K] [upper=K] [prefix=P]
+//	                 (the traced scan)
 //	iter [lower=K] [upper=K] [snapshot=NAME]
 //	                 (input: first, last, seek-ge K, seek-lt K, next, prev,
 //	                  scan, reads (disk reads since the last); and put K V,
@@ -138,6 +153,8 @@ func (s *ddState) exec(d *datadriven.TestData) (string, error) {
 				s.opts.TargetFileSize = int64(atoi(s.t, v))
 			case "rowcache":
 				s.opts.RowCacheSize = atoi(s.t, v)
+			case "prefix":
+				s.opts.Prefix = FixedPrefix(atoi(s.t, v))
 			default:
 				s.t.Fatalf("%s: unknown open option %s", d.Pos, a.Key)
 			}
@@ -270,6 +287,30 @@ func (s *ddState) exec(d *datadriven.TestData) (string, error) {
 			after.FilterChecks-before.FilterChecks, after.FilterSkips-before.FilterSkips,
 			after.FilterFalsePositives-before.FilterFalsePositives)
 		return b.String(), nil
+	case "load-groups":
+		return s.loadGroups(d)
+	case "scans":
+		return s.scans(d)
+	case "explain-scan":
+		var o IterOptions
+		for _, a := range d.CmdArgs {
+			v := []byte(unquote(a.Vals[0]))
+			switch a.Key {
+			case "lower":
+				o.LowerBound = v
+			case "upper":
+				o.UpperBound = v
+			case "prefix":
+				o.Prefix = v
+			default:
+				s.t.Fatalf("%s: unknown explain-scan option %s", d.Pos, a.Key)
+			}
+		}
+		tr, err := s.db.TraceScan(&o)
+		if err != nil {
+			return "", err
+		}
+		return tr.String(), nil
 	case "explain":
 		tr, err := s.db.TraceGet([]byte(arg(0)))
 		if err != nil {
@@ -307,6 +348,70 @@ func (s *ddState) exec(d *datadriven.TestData) (string, error) {
 	}
 	s.t.Fatalf("%s: unknown command %s", d.Pos, d.Cmd)
 	return "", nil
+}
+
+// groupPrefix is the prefix of group g of load-groups.
+func groupPrefix(g int) []byte { return fmt.Appendf(nil, "user%04d/", g) }
+
+func (s *ddState) loadGroups(d *datadriven.TestData) (string, error) {
+	var groups, keys, files int
+	d.ScanArgs(s.t, "groups", &groups)
+	d.ScanArgs(s.t, "keys", &keys)
+	d.ScanArgs(s.t, "files", &files)
+	for j := range files {
+		b := s.db.NewBatch()
+		for g := 2 * j; g < 2*groups; g += 2 * files {
+			for i := range keys {
+				b.Put(fmt.Appendf(groupPrefix(g), "%04d", i), []byte("value"))
+			}
+		}
+		if err := s.db.Apply(b); err != nil {
+			return "", err
+		}
+		if err := s.db.Flush(); err != nil {
+			return "", err
+		}
+		if d.HasArg("settle") {
+			if err := s.settle(); err != nil {
+				return "", err
+			}
+		}
+	}
+	s.groups = groups
+	return s.lsm(), nil
+}
+
+func (s *ddState) scans(d *datadriven.TestData) (string, error) {
+	var b strings.Builder
+	for _, kind := range []string{"present", "absent"} {
+		if !d.HasArg(kind) {
+			continue
+		}
+		var n int
+		d.ScanArgs(s.t, kind, &n)
+		before := s.db.Metrics()
+		found := 0
+		for i := range n {
+			g := 2 * (i * s.groups / n)
+			if kind == "absent" {
+				g++
+			}
+			it := s.db.NewIter(&IterOptions{Prefix: groupPrefix(g)})
+			for ok := it.First(); ok; ok = it.Next() {
+				found++
+			}
+			if err := it.Close(); err != nil {
+				return "", err
+			}
+		}
+		after := s.db.Metrics()
+		reads := after.DiskReads - before.DiskReads
+		fmt.Fprintf(&b, "%d scans of %s prefixes: %d keys\n", n, kind, found)
+		fmt.Fprintf(&b, "disk reads: %d (%.2f per scan)\n", reads, float64(reads)/float64(n))
+		fmt.Fprintf(&b, "prefix filter checks: %d, skips: %d\n",
+			after.PrefixFilterChecks-before.PrefixFilterChecks, after.PrefixFilterSkips-before.PrefixFilterSkips)
+	}
+	return b.String(), nil
 }
 
 // settle runs the compactions the picker wants, in the foreground, until it

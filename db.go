@@ -14,6 +14,11 @@
 // answers. Each file is skipped by its key range, then by its filter, held in
 // memory (its range tombstones, in memory too, still apply), then answered
 // by the row cache if it has the key, before any block is read.
+//
+// Iterators (NewIter) merge every source the same way. A table whose key
+// range lies outside the iterator's bounds is not read, nor, for an iterator
+// over one prefix (IterOptions.Prefix), a table whose filter says no key
+// has it; the range tombstones of both still apply.
 package shale
 
 import (

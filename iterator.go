@@ -5,13 +5,25 @@ import (
 	"sort"
 
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/merging"
 	"github.com/shale-db/shale/internal/rangedel"
 )
 
-// IterOptions bound an iterator to the user keys in [LowerBound, UpperBound).
-// A nil bound is unbounded.
-type IterOptions struct{ LowerBound, UpperBound []byte }
+// IterOptions bound an iterator to the user keys in [LowerBound, UpperBound)
+// that start with Prefix. A nil bound is unbounded; a nil or empty Prefix
+// limits nothing.
+//
+// With Prefix set, the iterator also skips every table whose filter says it
+// holds no key with that prefix, before reading any block of it, when the
+// table's filter holds prefixes of the store's Options.Prefix and that
+// extractor maps the keys starting with Prefix to Prefix itself
+// (Length(Prefix) == len(Prefix)); otherwise it reads the tables as a
+// bounded iterator does. Either way it returns the same keys.
+type IterOptions struct {
+	LowerBound, UpperBound []byte
+	Prefix                 []byte
+}
 
 // Iterator walks the newest visible version of each live key in order,
 // within its bounds, as of the moment it was created (range deletions
@@ -52,11 +64,12 @@ type Iterator struct {
 
 // NewIter returns an iterator over the store's current state.
 func (db *DB) NewIter(opts *IterOptions) *Iterator {
-	return db.newIter(opts, readLatest)
+	return db.newIter(opts, readLatest, nil)
 }
 
-// newIter returns an iterator reading at seq (a snapshot's, or readLatest).
-func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
+// newIter returns an iterator reading at seq (a snapshot's, or readLatest),
+// recording what it does in trace when that is not nil.
+func (db *DB) newIter(opts *IterOptions, seq base.SeqNum, trace *scanTracer) *Iterator {
 	if err := db.enter(); err != nil {
 		return &Iterator{err: err}
 	}
@@ -65,23 +78,26 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 	defer rs.unref()
 	v := rs.v
 	v.ref() // for the iterator, which outlives rs
+	plan := db.newScanPlan(opts, trace)
 	iters := make([]base.InternalIterator, 0, 1+len(rs.imm)+len(v.Levels[0])+len(v.Levels))
 	// newer is where the range tombstones of the sources already added,
 	// which are newer than the next one, delete (see
-	// rangedel.NewFilterIter).
+	// rangedel.NewFilterIter). A table the plan does not read (it is nil)
+	// adds its tombstones all the same: no filter may hide them.
 	var newer rangedel.Spans
 	add := func(it base.InternalIterator, own rangedel.Spans) {
-		iters = append(iters, rangedel.NewFilterIter(it, newer, own, seq))
+		if it != nil {
+			iters = append(iters, rangedel.NewFilterIter(it, newer, own, seq))
+		}
 		if len(own) > 0 {
 			newer = rangedel.Union(newer, own.Visible(seq))
 		}
 	}
 	for _, m := range rs.memtables {
-		add(m.NewIter(), m.RangeDels())
+		add(trace.memtable(m.NewIter()), m.RangeDels())
 	}
 	for _, f := range v.Levels[0] {
-		r := v.tables[f.FileNum].reader
-		add(r.NewIter(), r.RangeDels())
+		add(plan.open(v, 0, f), v.tables[f.FileNum].reader.RangeDels())
 	}
 	for level := 1; level < len(v.Levels); level++ {
 		if len(v.Levels[level]) > 0 {
@@ -91,14 +107,10 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 				// tombstones, which lie within their bounds.
 				own = append(own, v.tables[f.FileNum].reader.RangeDels()...)
 			}
-			add(newLevelIter(v, level), own)
+			add(&levelIter{v: v, plan: plan, files: v.Levels[level], level: level, index: -1}, own)
 		}
 	}
-	it := &Iterator{db: db, iter: merging.NewIter(iters...), v: v, seq: seq}
-	if opts != nil {
-		it.lower = bytes.Clone(opts.LowerBound)
-		it.upper = bytes.Clone(opts.UpperBound)
-	}
+	it := &Iterator{db: db, iter: merging.NewIter(iters...), v: v, seq: seq, lower: plan.lower, upper: plan.upper}
 	db.itersMu.Lock()
 	if db.iters == nil {
 		db.iters = map[*Iterator]struct{}{}
@@ -106,6 +118,66 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 	db.iters[it] = struct{}{}
 	db.itersMu.Unlock()
 	return it
+}
+
+// scanPlan decides which tables an iterator reads: those that meet its
+// bounds and, for an iterator over one prefix, whose filters say they may
+// hold a key with it.
+type scanPlan struct {
+	// lower and upper are the iterator's bounds, intersected with its
+	// prefix's keys.
+	lower, upper []byte
+	prefix       []byte
+	// extractor names the store's prefix extractor when the tables' prefix
+	// filters may rule tables out for prefix (see PrefixExtractor); ""
+	// otherwise.
+	extractor string
+	trace     *scanTracer // nil unless the scan is traced
+}
+
+func (db *DB) newScanPlan(opts *IterOptions, trace *scanTracer) *scanPlan {
+	p := &scanPlan{trace: trace}
+	if opts == nil {
+		return p
+	}
+	p.prefix = bytes.Clone(opts.Prefix)
+	p.lower, p.upper = prefixBounds(bytes.Clone(opts.LowerBound), bytes.Clone(opts.UpperBound), p.prefix)
+	if db.opts.Prefix.filterable(p.prefix) {
+		p.extractor = db.opts.Prefix.Name
+	}
+	return p
+}
+
+// open returns an iterator over table m of level, or nil when the scan
+// does not read it: it lies wholly outside the bounds, or its filter says
+// it holds no key with the prefix. Only an open iterator reads blocks.
+func (p *scanPlan) open(v *version, level int, m *manifest.FileMeta) base.InternalIterator {
+	if p.outside(m) {
+		p.trace.file(level, m, ScanKeyRange, false)
+		return nil
+	}
+	r := v.tables[m.FileNum].reader
+	checked, may := r.MayContainPrefix(p.extractor, p.prefix)
+	if !may {
+		p.trace.file(level, m, ScanPrefixFilter, checked)
+		return nil
+	}
+	if p.trace == nil {
+		return r.NewIterBounds(p.lower, p.upper)
+	}
+	f := p.trace.file(level, m, ScanRead, checked)
+	return &countingIter{InternalIterator: r.TraceIter(p.lower, p.upper, &f.blocks), n: &f.step.Entries}
+}
+
+// outside reports whether table m holds no key within the bounds.
+func (p *scanPlan) outside(m *manifest.FileMeta) bool {
+	return p.lower != nil && m.EndsBefore(p.lower) || p.below(m)
+}
+
+// below reports whether the upper bound lies at or before table m's first
+// key.
+func (p *scanPlan) below(m *manifest.FileMeta) bool {
+	return p.upper != nil && base.CompareUserKeys(m.Smallest.UserKey, p.upper) >= 0
 }
 
 // enter begins a positioning call, which must end with it.db.leave() if
@@ -368,44 +440,46 @@ func (it *Iterator) release() error {
 }
 
 // levelIter iterates over the sorted, disjoint tables of one level >= 1 as
-// one sequence, opening a table's iterator only when it gets there.
+// one sequence, opening a table's iterator only when it gets there, and
+// only for the tables its scanPlan reads: it passes over the tables the
+// plan rules out, and the level ends where a table lies past the bounds.
 type levelIter struct {
 	v     *version
-	files []*tableRef
+	plan  *scanPlan
+	level int
+	files []*manifest.FileMeta
 	index int // current file, or -1 / len(files) when off either end
 	iter  base.InternalIterator
 	err   error
 }
 
-type tableRef struct {
-	fileNum  uint64
-	smallest []byte
-	largest  []byte
-}
-
-func newLevelIter(v *version, level int) *levelIter {
-	li := &levelIter{v: v, index: -1}
-	for _, f := range v.Levels[level] {
-		li.files = append(li.files, &tableRef{f.FileNum, f.Smallest.UserKey, f.Largest.UserKey})
-	}
-	return li
-}
-
-// open switches to file i (closing the current one) and reports whether it
-// is a file.
-func (l *levelIter) open(i int) bool {
+// open switches to file i (closing the current one) or, when the plan does
+// not read it, to the nearest one in the direction of travel (forward or
+// back) that it reads, and reports whether there is one before the level
+// or its bounds end.
+func (l *levelIter) open(i int, forward bool) bool {
 	if l.iter != nil {
 		if err := l.iter.Close(); err != nil && l.err == nil {
 			l.err = err
 		}
 		l.iter = nil
 	}
-	l.index = i
-	if i < 0 || i >= len(l.files) || l.err != nil {
-		return false
+	step := 1
+	if !forward {
+		step = -1
 	}
-	l.iter = l.v.tables[l.files[i].fileNum].reader.NewIter()
-	return true
+	for l.index = i; l.index >= 0 && l.index < len(l.files) && l.err == nil; l.index += step {
+		f := l.files[l.index]
+		// The bounds end the level beyond the table that lies past them
+		// in the direction of travel.
+		if forward && l.plan.below(f) || !forward && l.plan.lower != nil && f.EndsBefore(l.plan.lower) {
+			return false
+		}
+		if l.iter = l.plan.open(l.v, l.level, f); l.iter != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // skipForward moves to the next file's first entry while the current one is
@@ -415,7 +489,7 @@ func (l *levelIter) skipForward(ok bool) bool {
 		if l.iter != nil && l.iter.Error() != nil {
 			return false
 		}
-		if !l.open(l.index + 1) {
+		if !l.open(l.index+1, true) {
 			return false
 		}
 		ok = l.iter.First()
@@ -428,7 +502,7 @@ func (l *levelIter) skipBackward(ok bool) bool {
 		if l.iter != nil && l.iter.Error() != nil {
 			return false
 		}
-		if !l.open(l.index - 1) {
+		if !l.open(l.index-1, false) {
 			return false
 		}
 		ok = l.iter.Last()
@@ -437,30 +511,30 @@ func (l *levelIter) skipBackward(ok bool) bool {
 }
 
 func (l *levelIter) First() bool {
-	if !l.open(0) {
+	if !l.open(0, true) {
 		return false
 	}
 	return l.skipForward(l.iter.First())
 }
 
 func (l *levelIter) Last() bool {
-	if !l.open(len(l.files) - 1) {
+	if !l.open(len(l.files)-1, false) {
 		return false
 	}
 	return l.skipBackward(l.iter.Last())
 }
 
 func (l *levelIter) SeekGE(key []byte) bool {
-	i := sort.Search(len(l.files), func(i int) bool { return bytes.Compare(l.files[i].largest, key) >= 0 })
-	if !l.open(i) {
+	i := sort.Search(len(l.files), func(i int) bool { return bytes.Compare(l.files[i].Largest.UserKey, key) >= 0 })
+	if !l.open(i, true) {
 		return false
 	}
 	return l.skipForward(l.iter.SeekGE(key))
 }
 
 func (l *levelIter) SeekLT(key []byte) bool {
-	i := sort.Search(len(l.files), func(i int) bool { return bytes.Compare(l.files[i].smallest, key) >= 0 }) - 1
-	if !l.open(i) {
+	i := sort.Search(len(l.files), func(i int) bool { return bytes.Compare(l.files[i].Smallest.UserKey, key) >= 0 }) - 1
+	if !l.open(i, false) {
 		return false
 	}
 	return l.skipBackward(l.iter.SeekLT(key))
@@ -497,6 +571,6 @@ func (l *levelIter) Error() error {
 }
 
 func (l *levelIter) Close() error {
-	l.open(-1)
+	l.open(-1, false)
 	return l.err
 }

@@ -29,7 +29,7 @@ type metaTarget interface {
 	get(snap int, key string) (string, error)
 	newSnapshot(id int)
 	closeSnapshot(id int) error
-	newIter(id, snap int, lower, upper *string)
+	newIter(id, snap int, lower, upper *string, prefix string)
 	moveIter(id int, m iterMove, key string) (k, v string, ok bool, err error)
 	closeIter(id int) error
 	flush() error
@@ -134,10 +134,11 @@ func (o closeSnapshotOp) String() string          { return fmt.Sprintf("s%d.Clos
 type newIterOp struct {
 	id, snap     int
 	lower, upper *string // nil: unbounded
+	prefix       string  // IterOptions.Prefix; "": none
 }
 
 func (o newIterOp) run(t metaTarget) string {
-	t.newIter(o.id, o.snap, o.lower, o.upper)
+	t.newIter(o.id, o.snap, o.lower, o.upper, o.prefix)
 	return "ok"
 }
 
@@ -148,7 +149,11 @@ func (o newIterOp) String() string {
 		}
 		return strconv.Quote(*b)
 	}
-	return fmt.Sprintf("i%d = %s.NewIter(%s, %s)", o.id, readerName(o.snap), bound(o.lower), bound(o.upper))
+	prefix := ""
+	if o.prefix != "" {
+		prefix = ", prefix " + strconv.Quote(o.prefix)
+	}
+	return fmt.Sprintf("i%d = %s.NewIter(%s, %s%s)", o.id, readerName(o.snap), bound(o.lower), bound(o.upper), prefix)
 }
 
 type moveIterOp struct {
@@ -433,7 +438,8 @@ func (g *metaGenerator) closeSnapshot() {
 }
 
 // newIter opens an iterator on the live store or on an open snapshot, with
-// random bounds (each possibly nil, lower never above upper).
+// random bounds (each possibly nil, lower never above upper), and one time
+// in four a prefix of 1 to 3 bytes.
 func (g *metaGenerator) newIter() {
 	if len(g.iters) == metaMaxIters {
 		return
@@ -452,6 +458,9 @@ func (g *metaGenerator) newIter() {
 	}
 	if op.lower != nil && op.upper != nil && *op.lower > *op.upper {
 		op.lower, op.upper = op.upper, op.lower
+	}
+	if g.rng.IntN(4) == 0 {
+		op.prefix = g.randomString(1+g.rng.IntN(3), "abcde")
 	}
 	g.iters = append(g.iters, g.nextIter)
 	g.add(op)
@@ -564,10 +573,10 @@ type modelIter struct {
 	valid bool
 }
 
-func newModelIter(s metaState, lower, upper *string) *modelIter {
+func newModelIter(s metaState, lower, upper *string, prefix string) *modelIter {
 	it := &modelIter{state: s.clone()}
 	for k := range s {
-		if (lower == nil || k >= *lower) && (upper == nil || k < *upper) {
+		if (lower == nil || k >= *lower) && (upper == nil || k < *upper) && strings.HasPrefix(k, prefix) {
 			it.keys = append(it.keys, k)
 		}
 	}
@@ -636,8 +645,8 @@ func (m *modelTarget) get(snap int, key string) (string, error) {
 func (m *modelTarget) newSnapshot(id int)         { m.snaps[id] = m.state.clone() }
 func (m *modelTarget) closeSnapshot(id int) error { delete(m.snaps, id); return nil }
 
-func (m *modelTarget) newIter(id, snap int, lower, upper *string) {
-	m.iters[id] = newModelIter(m.reader(snap), lower, upper)
+func (m *modelTarget) newIter(id, snap int, lower, upper *string, prefix string) {
+	m.iters[id] = newModelIter(m.reader(snap), lower, upper, prefix)
 }
 
 func (m *modelTarget) moveIter(id int, mv iterMove, key string) (string, string, bool, error) {

@@ -52,14 +52,15 @@ func metaConfigs(seed uint64) []metaConfig {
 		{"bloom-20", small(Options{BloomBitsPerKey: 20}), nil},
 		{"fuse", small(Options{FilterPolicy: UniformFilter(FuseFilter())}), nil},
 		{"monkey-5", small(Options{FilterPolicy: MonkeyBloom(5)}), nil},
+		{"prefix-2", small(Options{Prefix: FixedPrefix(2)}), nil},
 		{"tiny-memtable", Options{MemTableSize: 256, L0CompactionThreshold: 2, TargetFileSize: 1 << 10, LBaseMaxBytes: 1 << 10}, nil},
 		{"large-memtable-blocks", Options{MemTableSize: 64 << 20, BlockSize: 64 << 10}, nil},
 		{"no-cache-64B-blocks", small(Options{BlockCacheSize: -1, BlockSize: 64}), nil},
 		{"tiny-cache", small(Options{BlockCacheSize: 1 << 10}), nil},
 		{"no-compactions", Options{MemTableSize: 1 << 10, BlockSize: 128, DisableAutomaticCompactions: true}, nil},
 		{"one-immutable", small(Options{MaxImmutableMemTables: 1, TargetFileSize: 512}), nil},
-		{"changing-options", small(Options{}), []Options{
-			small(Options{FilterPolicy: UniformFilter(FuseFilter()), BlockSize: 1 << 10}),
+		{"changing-options", small(Options{Prefix: FixedPrefix(2)}), []Options{
+			small(Options{FilterPolicy: UniformFilter(FuseFilter()), BlockSize: 1 << 10, Prefix: FixedPrefix(1)}),
 			{BloomBitsPerKey: NoFilter, BlockSize: 64, BlockCacheSize: -1, MemTableSize: 1 << 10},
 			small(Options{FilterPolicy: MonkeyBloom(3)}),
 			{},
@@ -97,9 +98,14 @@ func metaRandomConfig(seed uint64) metaConfig {
 		o.BloomBitsPerKey = 1 + rng.IntN(20)
 		filter = fmt.Sprintf("bloom-%d", o.BloomBitsPerKey)
 	}
-	name := fmt.Sprintf("random(memtable %d, block %d, cache %d, immutable %d, L0 %d, file %d, L1 %d, filter %s, no compactions %v, nosync %v)",
+	prefix := "none"
+	if rng.IntN(2) == 0 {
+		o.Prefix = FixedPrefix(1 + rng.IntN(3))
+		prefix = o.Prefix.Name
+	}
+	name := fmt.Sprintf("random(memtable %d, block %d, cache %d, immutable %d, L0 %d, file %d, L1 %d, filter %s, prefix %s, no compactions %v, nosync %v)",
 		o.MemTableSize, o.BlockSize, o.BlockCacheSize, o.MaxImmutableMemTables, o.L0CompactionThreshold,
-		o.TargetFileSize, o.LBaseMaxBytes, filter, o.DisableAutomaticCompactions, o.NoSync)
+		o.TargetFileSize, o.LBaseMaxBytes, filter, prefix, o.DisableAutomaticCompactions, o.NoSync)
 	return metaConfig{name, o, nil}
 }
 
@@ -448,8 +454,8 @@ func (d *dbTarget) closeSnapshot(id int) error {
 	return err
 }
 
-func (d *dbTarget) newIter(id, snap int, lower, upper *string) {
-	opts := &IterOptions{LowerBound: boundBytes(lower), UpperBound: boundBytes(upper)}
+func (d *dbTarget) newIter(id, snap int, lower, upper *string, prefix string) {
+	opts := &IterOptions{LowerBound: boundBytes(lower), UpperBound: boundBytes(upper), Prefix: []byte(prefix)}
 	if snap < 0 {
 		d.iters[id] = d.db.NewIter(opts)
 	} else {

@@ -17,6 +17,8 @@ type Metrics struct {
 	FilterChecks         int64          // point lookups that consulted a file's filter
 	FilterSkips          int64          // ... and were told "definitely not": the file was skipped
 	FilterFalsePositives int64          // ... told "maybe", and the file did not hold the key
+	PrefixFilterChecks   int64          // files a prefix iterator asked its filter about (IterOptions.Prefix)
+	PrefixFilterSkips    int64          // ... and was told "definitely not": no block of the file was read
 	Levels               []LevelMetrics // index = level
 	// BaseLevel is the level L0 compacts into: L6 for a small store, moving
 	// up as the data grows. The levels between L0 and it are empty.
@@ -96,6 +98,8 @@ func (db *DB) Metrics() Metrics {
 	m.FilterChecks = db.tableStats.FilterChecks.Load()
 	m.FilterSkips = db.tableStats.FilterSkips.Load()
 	m.FilterFalsePositives = db.tableStats.FilterFalsePositives.Load()
+	m.PrefixFilterChecks = db.tableStats.PrefixChecks.Load()
+	m.PrefixFilterSkips = db.tableStats.PrefixSkips.Load()
 	m.BlockCacheHits, m.BlockCacheMiss = db.cache.Stats()
 	m.BlockCacheBytes = int64(db.cache.Size())
 	m.RowCacheHits, m.RowCacheMisses = db.rowCache.Stats()
@@ -181,6 +185,9 @@ func (m Metrics) String() string {
 	}
 	fmt.Fprintf(&b, "filters: %d checks, %d skips, %d false positives (%.2f%% of absent); %s in memory (index: %s)\n",
 		m.FilterChecks, m.FilterSkips, m.FilterFalsePositives, fpr, humanBytes(m.FilterMemory), humanBytes(m.IndexMemory))
+	if m.PrefixFilterChecks > 0 {
+		fmt.Fprintf(&b, "prefix filters: %d checks, %d skips\n", m.PrefixFilterChecks, m.PrefixFilterSkips)
+	}
 	deleteOnly := ""
 	if m.DeleteOnlyCompactions > 0 {
 		deleteOnly = fmt.Sprintf(", +%d delete-only", m.DeleteOnlyCompactions)

@@ -68,6 +68,12 @@ type Options struct {
 	// overrides BloomBitsPerKey: UniformFilter, PerLevelFilters or
 	// MonkeyBloom. See the README's "Choosing a filter".
 	FilterPolicy FilterPolicy
+	// Prefix, when set, puts each key's prefix in new tables' filters
+	// besides the key (the filters are sized for both), so that an iterator
+	// over one prefix (IterOptions.Prefix) skips the tables without it.
+	// Tables record the extractor's name; those written with another one,
+	// or none, are read without prefix skips. nil: keys only.
+	Prefix *PrefixExtractor
 	// Logger receives one line per background event (flush, compaction,
 	// recovery). nil: silent.
 	Logger func(format string, args ...any)
@@ -90,6 +96,9 @@ func (o *Options) validate() error {
 	case o.BlockSize < 0, o.RowCacheSize < 0, o.MaxImmutableMemTables < 0, o.L0CompactionThreshold < 0,
 		o.L0SlowdownWritesThreshold < 0, o.L0StopWritesThreshold < 0, o.LBaseMaxBytes < 0, o.TargetFileSize < 0:
 		return fmt.Errorf("shale: Options has a negative size or count")
+	}
+	if err := o.Prefix.validate(); err != nil {
+		return err
 	}
 	d := o.withDefaults()
 	if d.L0StopWritesThreshold <= d.L0CompactionThreshold || d.L0SlowdownWritesThreshold < d.L0CompactionThreshold {

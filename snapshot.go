@@ -53,13 +53,21 @@ func (s *Snapshot) TraceGet(key []byte) (*LookupTrace, error) {
 	return s.db.traceGet(key, s.seq)
 }
 
+// TraceScan scans like DB.TraceScan, at the snapshot.
+func (s *Snapshot) TraceScan(opts *IterOptions) (*ScanTrace, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	return s.db.traceScan(opts, s.seq)
+}
+
 // NewIter returns an iterator over the store as it was when the snapshot was
 // taken.
 func (s *Snapshot) NewIter(opts *IterOptions) *Iterator {
 	if s.closed {
 		return &Iterator{err: ErrClosed}
 	}
-	return s.db.newIter(opts, s.seq)
+	return s.db.newIter(opts, s.seq, nil)
 }
 
 // Close releases the snapshot. Closing twice returns ErrClosed, and so does

@@ -1,6 +1,7 @@
 package shale
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -258,3 +259,266 @@ func plural(n int, noun string) string {
 // every other byte that is not printable ASCII. kvsh reads this form back as
 // the same bytes.
 func FormatKey(key []byte) string { return base.FormatKey(key) }
+
+// ScanTrace is the path of one forward scan (TraceScan): every memtable and
+// table the bounded iterator considered, in the order of the tree, and for
+// each whether it was read or ruled out, and why. kvsh's `explain scan`
+// prints it.
+type ScanTrace struct {
+	// LowerBound, UpperBound and Prefix are the scan's options;
+	// LowerBound and UpperBound are intersected with Prefix's keys.
+	LowerBound, UpperBound, Prefix []byte
+	// Extractor names the store's prefix extractor ("" for none), and
+	// PrefixFilters says whether the scan consulted the tables' prefix
+	// filters: Prefix is set, and the extractor maps the keys that start
+	// with it to Prefix itself.
+	Extractor     string
+	PrefixFilters bool
+	Steps         []ScanStep
+	Keys          int // keys the scan returned
+}
+
+// ScanStep is one memtable or table a scan considered, or the tables of a
+// level that lie outside its bounds.
+type ScanStep struct {
+	Source string // "memtable", "immutable memtable 1", "L0 000012.sst", "L3" (Files > 0)
+	Level  int    // -1 for memtables
+	// FileNum, Smallest, Largest and LargestExclusive describe the table, as
+	// in TraceStep; Files counts the tables of a level step.
+	FileNum           uint64
+	Smallest, Largest []byte
+	LargestExclusive  bool
+	Files             int
+	Reason            ScanReason
+	// PrefixChecked is whether the table's prefix filter was consulted
+	// (its answer is Reason: ScanPrefixFilter for "definitely not").
+	PrefixChecked bool
+	// Entries counts the internal entries (every version, deletions
+	// included) the source yielded to the scan; BlocksFromDisk and
+	// BlocksFromCache count the data blocks it read.
+	Entries                         int
+	BlocksFromDisk, BlocksFromCache int
+}
+
+// ScanReason is what a scan decided about a memtable or table.
+type ScanReason int
+
+const (
+	// ScanRead: the scan read the source.
+	ScanRead ScanReason = iota
+	// ScanKeyRange: the table's key range lies outside the scan's bounds;
+	// no I/O.
+	ScanKeyRange
+	// ScanPrefixFilter: the table's filter says it holds no key with the
+	// scan's prefix; no I/O, but its range tombstones still apply.
+	ScanPrefixFilter
+)
+
+// String says the reason in words.
+func (r ScanReason) String() string {
+	switch r {
+	case ScanRead:
+		return "read"
+	case ScanKeyRange:
+		return "key range: outside the scan"
+	case ScanPrefixFilter:
+		return "prefix filter: definitely not"
+	}
+	return fmt.Sprintf("ScanReason(%d)", int(r))
+}
+
+// TraceScan scans the keys opts selects, forward, like an iterator from
+// NewIter(opts) does, and returns the path it took. nil opts: the whole key
+// space.
+func (db *DB) TraceScan(opts *IterOptions) (*ScanTrace, error) {
+	return db.traceScan(opts, readLatest)
+}
+
+// traceScan traces a scan at seq (a snapshot's, or readLatest).
+func (db *DB) traceScan(opts *IterOptions, seq base.SeqNum) (*ScanTrace, error) {
+	tr := &scanTracer{files: map[uint64]*scanFile{}}
+	it := db.newIter(opts, seq, tr)
+	if it.err != nil {
+		return nil, it.err
+	}
+	t := &ScanTrace{LowerBound: it.lower, UpperBound: it.upper}
+	if db.opts.Prefix != nil {
+		t.Extractor = db.opts.Prefix.Name
+	}
+	if opts != nil {
+		t.Prefix = bytes.Clone(opts.Prefix)
+		t.PrefixFilters = db.opts.Prefix.filterable(opts.Prefix)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		t.Keys++
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return nil, err
+	}
+	// The iterator's version lists the tables it considered.
+	if !it.enter() {
+		return nil, it.err
+	}
+	tr.steps(t, it.v)
+	it.db.leave()
+	return t, it.Close()
+}
+
+// scanTracer records, while a traced iterator runs, what it did with each
+// memtable and table.
+type scanTracer struct {
+	memtables []*ScanStep
+	files     map[uint64]*scanFile
+}
+
+// scanFile is what a traced scan did with one table.
+type scanFile struct {
+	step   ScanStep
+	blocks sstable.GetTrace // the blocks read, counted by the table's iterator
+}
+
+// memtable returns it, counting its entries when t records a scan.
+func (t *scanTracer) memtable(it base.InternalIterator) base.InternalIterator {
+	if t == nil {
+		return it
+	}
+	src := "memtable"
+	if n := len(t.memtables); n > 0 {
+		src = fmt.Sprintf("immutable memtable %d", n)
+	}
+	s := &ScanStep{Source: src, Level: -1, Reason: ScanRead}
+	t.memtables = append(t.memtables, s)
+	return &countingIter{InternalIterator: it, n: &s.Entries}
+}
+
+// file records that the scan considered table m of level, and decided
+// reason, and returns its record. A table considered again (a scan that
+// turns around reopens it) keeps one record.
+func (t *scanTracer) file(level int, m *manifest.FileMeta, reason ScanReason, prefixChecked bool) *scanFile {
+	if t == nil {
+		return nil
+	}
+	f := t.files[m.FileNum]
+	if f == nil {
+		st := tableStep(level, m)
+		f = &scanFile{step: ScanStep{Source: st.Source, Level: level, FileNum: m.FileNum,
+			Smallest: st.Smallest, Largest: st.Largest, LargestExclusive: st.LargestExclusive}}
+		t.files[m.FileNum] = f
+	}
+	f.step.Reason = reason
+	f.step.PrefixChecked = f.step.PrefixChecked || prefixChecked
+	return f
+}
+
+// steps lists in t what the scan did, in the order of the tree v: the
+// memtables, L0's tables newest first, then each level's tables in key
+// order, its tables outside the bounds folded into one step.
+func (t *scanTracer) steps(st *ScanTrace, v *version) {
+	for _, s := range t.memtables {
+		st.Steps = append(st.Steps, *s)
+	}
+	for level, files := range v.Levels {
+		outside := 0
+		for _, m := range files {
+			f := t.files[m.FileNum]
+			if level > 0 && (f == nil || f.step.Reason == ScanKeyRange) {
+				outside++
+				continue
+			}
+			f.step.BlocksFromDisk, f.step.BlocksFromCache = f.blocks.BlocksFromDisk, f.blocks.BlocksFromCache
+			st.Steps = append(st.Steps, f.step)
+		}
+		if outside > 0 {
+			st.Steps = append(st.Steps, ScanStep{Source: fmt.Sprintf("L%d", level), Level: level, Files: outside, Reason: ScanKeyRange})
+		}
+	}
+}
+
+// countingIter counts the entries its iterator is positioned on.
+type countingIter struct {
+	base.InternalIterator
+	n *int
+}
+
+func (c *countingIter) count(ok bool) bool {
+	if ok {
+		*c.n++
+	}
+	return ok
+}
+
+func (c *countingIter) First() bool            { return c.count(c.InternalIterator.First()) }
+func (c *countingIter) Last() bool             { return c.count(c.InternalIterator.Last()) }
+func (c *countingIter) SeekGE(key []byte) bool { return c.count(c.InternalIterator.SeekGE(key)) }
+func (c *countingIter) SeekLT(key []byte) bool { return c.count(c.InternalIterator.SeekLT(key)) }
+func (c *countingIter) Next() bool             { return c.count(c.InternalIterator.Next()) }
+func (c *countingIter) Prev() bool             { return c.count(c.InternalIterator.Prev()) }
+
+// String renders the trace for people (kvsh's explain scan prints it): one
+// numbered line per memtable, table or level the scan considered, with the
+// table's key range, what the scan decided and what reading it cost, then
+// the totals.
+func (t *ScanTrace) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "scan [%s, %s)", boundString(t.LowerBound), boundString(t.UpperBound))
+	if len(t.Prefix) > 0 {
+		filters := "prefix filters consulted"
+		switch {
+		case t.Extractor == "":
+			filters = "no prefix extractor: prefix filters not consulted"
+		case !t.PrefixFilters:
+			filters = fmt.Sprintf("not a prefix of %s: prefix filters not consulted", t.Extractor)
+		}
+		fmt.Fprintf(&b, " prefix=%s (%s)", FormatKey(t.Prefix), filters)
+	}
+	b.WriteString("\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	var disk, cached, checked, skipped int
+	for i, s := range t.Steps {
+		keyRange := ""
+		switch {
+		case s.Files > 0:
+			keyRange = plural(s.Files, "file")
+		case s.FileNum != 0:
+			keyRange = fmt.Sprintf("[%s .. %s%s", FormatKey(s.Smallest), FormatKey(s.Largest), TraceStep{LargestExclusive: s.LargestExclusive}.rangeEnd())
+		}
+		outcome := s.Reason.String()
+		if s.Reason == ScanRead {
+			if s.PrefixChecked {
+				outcome = "prefix filter: maybe; " + outcome
+			}
+			entries := fmt.Sprintf("%d entries", s.Entries)
+			if s.Entries == 1 {
+				entries = "1 entry"
+			}
+			outcome += ": " + entries
+			if s.FileNum != 0 {
+				outcome += fmt.Sprintf("; blocks: %d from disk, %d from cache", s.BlocksFromDisk, s.BlocksFromCache)
+			}
+		} else {
+			outcome += "; skipped, no I/O"
+		}
+		fmt.Fprintf(tw, "  %d.\t%s\t%s\t%s\n", i+1, s.Source, keyRange, outcome)
+		disk += s.BlocksFromDisk
+		cached += s.BlocksFromCache
+		if s.PrefixChecked {
+			checked++
+		}
+		if s.Reason == ScanPrefixFilter {
+			skipped++
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(&b, "=> %s; %s from disk, %d from cache; prefix filters: %d checked, %d skipped\n",
+		plural(t.Keys, "key"), plural(disk, "block"), cached, checked, skipped)
+	return b.String()
+}
+
+// boundString renders a scan bound: the key, or "unbounded" for none.
+func boundString(k []byte) string {
+	if k == nil {
+		return "unbounded"
+	}
+	return FormatKey(k)
+}

@@ -253,6 +253,8 @@ func init() {
 			detail: "Without it, each session draws from a seed of its own."},
 		{name: "lookups", args: "N", summary: "look up N random keys never written and print what they cost: blocks read, filter checks", min: 1, max: 1, run: cmdLookups,
 			detail: "The keys are 16 random letters and digits and a final ~, which load never writes. Prints the blocks read per lookup, from disk and from the block cache, and the filters' checks, skips and false positives."},
+		{name: "prefix", args: "[off|N]", summary: "put each key's first N bytes in the filters of tables written from now on", max: 1, run: cmdPrefix,
+			detail: "Sets the store's prefix extractor to FixedPrefix(N) (keys shorter than N have no prefix): filters then hold each key's prefix too, and a scan limited to a prefix of N bytes (explain scan FROM TO prefix=P) skips the tables whose filter says no key has it. Tables keep the extractor they were written with; those written with another one, or none, are read without prefix skips. Like bloom, this reopens the store. With no argument, prints the setting."},
 		{name: "autocompact", args: "[on|off]", summary: "turn automatic compactions on or off (on by default)", max: 1, run: cmdAutocompact,
 			detail: "Off keeps every flushed table in L0, to see how lookups cost with many overlapping tables; compact still works. Like bloom, this reopens the store. With no argument, prints the setting."},
 		{name: "rowcache", args: "[off|BYTES]", summary: "set the row cache's size (off by default)", max: 1, run: cmdRowCache,
@@ -261,11 +263,12 @@ func init() {
 			detail: "The filter holds every live key in the range, at false-positive rate p (default 0.01), and FILE holds it marshalled (bloom.Filter.MarshalBinary; bloom.Filter.UnmarshalBinary reads it back). It reads the live store as it was when the command began, not a snapshot, so it is refused while a snapshot is open rather than export something other than what get and scan show. Prints the items, bits per item, probes per item, the file's size and the rate."},
 		{name: "filter", args: "SUBCOMMAND ...", summary: "play with a standalone Bloom filter, outside the store (help filter)", max: 1 + maxFilterArgs, inBatch: true, noDB: true, run: cmdFilter,
 			detail: "Subcommands: new N P [counting|scalable], add ITEM..., test ITEM..., remove ITEM..., fill N, probe N, stats, sizes N [BITS...]. filter new N P makes a Bloom filter for N items at false-positive rate P (counting: one that can remove; scalable: one that grows), replacing the one before. add, test and remove take items; fill N adds N items named item-1, item-2, ...; probe N tests N items never added, absent-1, absent-2, ..., and prints the measured rate. kvsh remembers what was added, so test tells a false positive from a true maybe and stats counts false negatives. sizes N builds filters of N items at 5, 10 and 15 bits per item (or BITS) and prints the textbook formula's rate beside the measured one. Items are named, not random, so the numbers are the same in every session."},
-		{name: "explain", args: "get KEY", summary: "look KEY up and print each step: memtables, tables, filters, block reads", min: 2, max: 2, inBatch: true, run: cmdExplain},
+		{name: "explain", args: "get KEY | scan FROM TO [prefix=P]", summary: "trace a lookup or a scan: memtables, tables, filters, block reads", min: 2, max: 3, options: []string{"prefix"}, inBatch: true, run: cmdExplain,
+			detail: "explain get KEY looks KEY up and prints each place it looked: memtables, tables skipped by key range or filter, row cache hits, blocks read. explain scan FROM TO scans the keys with FROM <= key < TO (and, with prefix=P, that start with P) and prints each memtable and table the scan considered: ruled out by its key range, ruled out by its prefix filter, or read, with the entries it yielded and the blocks it read. Both read the snapshot if one is open."},
 		{name: "web", args: "[ADDR|stop]", summary: "serve a live, read-only view of the store to a browser; web stop ends it", max: 1, inBatch: true, noDB: true, run: cmdWeb,
 			detail: "Prints the URL. Without ADDR it listens on loopback (127.0.0.1) at a free port; ADDR (HOST:PORT, or a host) binds elsewhere, and other machines may then reach it. The page, refreshed every second while the shell goes on, draws the levels L0-L6 with each table to scale by key range and size (hover or click one for its keys, entries, filter and filter counts), the memtables, WAL, caches, write amplification and stalls, and the recent flushes and compactions; its lookup box draws the path of a get, as explain get prints it. Read-only: it answers GET requests only and never writes to the store."},
 		{name: "open", args: "DIR", summary: "close this store and open (or create) the one in DIR", min: 1, max: 1, noDB: true, run: cmdOpen,
-			detail: "The bloom and autocompact settings carry over. A directory that holds files but no store is refused, and the current store stays open if DIR cannot be opened."},
+			detail: "The bloom, prefix and autocompact settings carry over. A directory that holds files but no store is refused, and the current store stays open if DIR cannot be opened."},
 		{name: "check", args: "[DIR]", summary: "verify the store in DIR (default: this one) and list every problem", max: 1, noDB: true, run: cmdCheck,
 			detail: "Reads the MANIFEST record by record, every block of every live table and every live WAL, and compares the MANIFEST with the files present. Prints consistent, or each problem with its file and offset. Files a crash left behind that Open would remove are not problems. The store is closed for the check (it takes the store's lock) and opened again after it."},
 		{name: "repair", args: "[DIR]", summary: "rebuild the store in DIR (default: this one) from the intact records of its tables and WALs", max: 1, noDB: true, run: cmdRepair,
@@ -458,7 +461,11 @@ func cmdCompact(sh *shell, _ []string, _ map[string]string) error {
 
 func cmdStats(sh *shell, _ []string, _ map[string]string) error {
 	fmt.Fprint(sh.out, sh.db.Metrics().String())
-	fmt.Fprintf(sh.out, "new tables get %s\n", describeFilters(sh.opts))
+	fmt.Fprintf(sh.out, "new tables get %s", describeFilters(sh.opts))
+	if sh.opts.Prefix != nil {
+		fmt.Fprintf(sh.out, "; %s", describePrefix(sh.opts.Prefix))
+	}
+	fmt.Fprintln(sh.out)
 	return nil
 }
 
@@ -633,20 +640,68 @@ func describeBloom(bits int) string {
 	return fmt.Sprintf("Bloom filters at %d bits/key", bits)
 }
 
-func cmdExplain(sh *shell, args []string, _ map[string]string) error {
-	if args[0] != "get" {
-		return errors.New("usage: explain get KEY")
+const explainUsage = "usage: explain get KEY | scan FROM TO [prefix=P]"
+
+func cmdExplain(sh *shell, args []string, opts map[string]string) error {
+	switch {
+	case args[0] == "get" && len(args) == 2 && len(opts) == 0:
+		trace := sh.db.TraceGet
+		if sh.snap != nil {
+			trace = sh.snap.TraceGet
+		}
+		t, err := trace([]byte(args[1]))
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(sh.out, t)
+		return nil
+	case args[0] == "scan" && len(args) == 3:
+		io := &shale.IterOptions{LowerBound: []byte(args[1]), UpperBound: []byte(args[2])}
+		if p, ok := opts["prefix"]; ok {
+			io.Prefix = []byte(p)
+		}
+		trace := sh.db.TraceScan
+		if sh.snap != nil {
+			trace = sh.snap.TraceScan
+		}
+		t, err := trace(io)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(sh.out, t)
+		return nil
 	}
-	trace := sh.db.TraceGet
-	if sh.snap != nil {
-		trace = sh.snap.TraceGet
+	return errors.New(explainUsage)
+}
+
+func cmdPrefix(sh *shell, args []string, _ map[string]string) error {
+	if len(args) == 0 {
+		fmt.Fprintf(sh.out, "new tables get %s\n", describePrefix(sh.opts.Prefix))
+		return nil
 	}
-	t, err := trace([]byte(args[1]))
-	if err != nil {
+	n := 0
+	if args[0] != "off" {
+		var err error
+		if n, err = parseInt("N", args[0], 1); err != nil {
+			return errors.New("usage: prefix [off|N]")
+		}
+	}
+	opts := sh.opts
+	opts.Prefix = shale.FixedPrefix(n)
+	if err := sh.reopen(opts); err != nil {
 		return err
 	}
-	fmt.Fprint(sh.out, t)
+	fmt.Fprintf(sh.out, "closed and reopened %s: tables written from now on (flushes, compactions) get %s; existing tables keep theirs\n",
+		sh.dir, describePrefix(opts.Prefix))
 	return nil
+}
+
+// describePrefix says what the filters of new tables hold besides keys.
+func describePrefix(p *shale.PrefixExtractor) string {
+	if p == nil {
+		return "no prefix filter"
+	}
+	return fmt.Sprintf("prefix filters of %s", p.Name)
 }
 
 func count(b bool) int {

@@ -152,7 +152,8 @@ func fakeClock() func() time.Time {
 }
 
 // TestStats checks that stats prints the store's metrics table, which the
-// root package renders and tests, and the filter setting for new tables.
+// root package renders and tests, and the filter and prefix settings for
+// new tables.
 func TestStats(t *testing.T) {
 	var out bytes.Buffer
 	sh, err := newShell(&out, t.TempDir(), false)
@@ -160,12 +161,12 @@ func TestStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sh.close()
-	for _, line := range []string{"put a 1", "flush", "bloom 7"} {
+	for _, line := range []string{"put a 1", "flush", "bloom 7", "prefix 4"} {
 		sh.exec(line)
 	}
 	out.Reset()
 	sh.exec("stats")
-	want := sh.db.Metrics().String() + "new tables get Bloom filters at 7 bits/key\n"
+	want := sh.db.Metrics().String() + "new tables get Bloom filters at 7 bits/key; prefix filters of fixed:4\n"
 	if got := out.String(); got != want {
 		t.Errorf("stats printed\n%s\nwant\n%s", got, want)
 	}

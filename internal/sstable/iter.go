@@ -13,7 +13,7 @@ import (
 type tableIter struct {
 	r            *Reader
 	lower, upper []byte
-	trace        *GetTrace // Get's trace; nil for iterators
+	trace        *GetTrace // where Get or TraceIter records the blocks read; nil: nowhere
 	// scan, when not nil, serves the data blocks instead of the cache
 	// (NewScanIter).
 	scan *scanReader

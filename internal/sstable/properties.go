@@ -17,6 +17,9 @@ type Properties struct {
 	NumEntries   uint64 // entries, deletions included
 	NumDeletions uint64 // entries of kind KindDelete
 	NumUserKeys  uint64 // distinct user keys: the keys the filter holds
+	// NumPrefixes counts the prefixes the filter holds besides the keys
+	// (see PrefixExtractor); 0 without a prefix extractor.
+	NumPrefixes uint64
 	// NumRangeDels counts the range tombstones: the (fragment, seqnum)
 	// pairs of the range-deletion block.
 	NumRangeDels uint64
@@ -36,17 +39,22 @@ type Properties struct {
 	FilterPolicy            string // the filter policy's name; "" without one
 	// FilterError says why the table has no filter although its writer
 	// was given a policy: the policy's name and the error building it.
-	FilterError   string
-	FormatVersion uint32
+	FilterError string
+	// PrefixExtractor names the prefix extractor whose prefixes the filter
+	// holds; "" when it holds keys only.
+	PrefixExtractor string
+	FormatVersion   uint32
 }
 
-// FilterBitsPerKey is the filter's measured size per distinct user key:
-// FilterSize*8 / NumUserKeys (0 for an empty table or no filter).
+// FilterBitsPerKey is the filter's measured size per entry it holds, the
+// distinct user keys and the prefixes: FilterSize*8 / (NumUserKeys +
+// NumPrefixes) (0 for an empty table or no filter).
 func (p *Properties) FilterBitsPerKey() float64 {
-	if p.NumUserKeys == 0 {
+	n := p.NumUserKeys + p.NumPrefixes
+	if n == 0 {
 		return 0
 	}
-	return float64(p.FilterSize) * 8 / float64(p.NumUserKeys)
+	return float64(p.FilterSize) * 8 / float64(n)
 }
 
 // String lists the properties one per line, for people and tests.
@@ -65,6 +73,9 @@ func (p *Properties) String() string {
 	fmt.Fprintf(&b, "index: %d bytes\n", p.IndexSize)
 	if p.FilterPolicy != "" {
 		fmt.Fprintf(&b, "filter: %s, %d bytes, %.2f bits/key\n", p.FilterPolicy, p.FilterSize, p.FilterBitsPerKey())
+		if p.PrefixExtractor != "" {
+			fmt.Fprintf(&b, "prefixes: %d, of %s\n", p.NumPrefixes, p.PrefixExtractor)
+		}
 	} else if p.FilterError != "" {
 		fmt.Fprintf(&b, "filter: none (%s)\n", p.FilterError)
 	} else {
@@ -115,6 +126,7 @@ func (p *Properties) numbers() map[string]*uint64 {
 		"num-data-blocks": &p.NumDataBlocks,
 		"num-deletions":   &p.NumDeletions,
 		"num-entries":     &p.NumEntries,
+		"num-prefixes":    &p.NumPrefixes,
 		"num-range-dels":  &p.NumRangeDels,
 		"num-user-keys":   &p.NumUserKeys,
 		"raw-key-size":    &p.RawKeySize,
@@ -134,6 +146,12 @@ func (p *Properties) encode() []byte {
 	if p.NumRangeDels == 0 {
 		// A version 1 table is written as before range deletions.
 		delete(props, "num-range-dels")
+	}
+	if p.PrefixExtractor == "" {
+		// A table without prefixes is written as before prefix filters.
+		delete(props, "num-prefixes")
+	} else {
+		props["prefix-extractor"] = []byte(p.PrefixExtractor)
 	}
 	if p.FilterPolicy != "" {
 		props["filter-policy"] = []byte(p.FilterPolicy)
@@ -168,6 +186,8 @@ func decodeProperties(file string, off int64, data []byte) (*Properties, error) 
 			p.FilterPolicy = string(v)
 		case "filter-error":
 			p.FilterError = string(v)
+		case "prefix-extractor":
+			p.PrefixExtractor = string(v)
 		case "smallest", "largest":
 			k, ok := base.DecodeInternalKey(v)
 			bad = !ok

@@ -48,6 +48,9 @@ type Stats struct {
 	// FilterFalsePositives counts the FilterChecks answered "maybe" for a
 	// user key the table holds no entry for, at any seqnum.
 	FilterFalsePositives atomic.Int64
+	// PrefixChecks counts the MayContainPrefix calls that consulted a
+	// table's filter, and PrefixSkips those answered "definitely not".
+	PrefixChecks, PrefixSkips atomic.Int64
 }
 
 // GetTrace records what one Get did, for explaining a lookup.
@@ -445,6 +448,12 @@ func (r *Reader) NewIter() base.InternalIterator { return r.NewIterBounds(nil, n
 // blocks that lie wholly past upper.
 func (r *Reader) NewIterBounds(lower, upper []byte) base.InternalIterator {
 	return &tableIter{r: r, lower: lower, upper: upper}
+}
+
+// TraceIter is NewIterBounds recording the data blocks the iterator reads
+// in t: their count, from the file and from the cache, and their offsets.
+func (r *Reader) TraceIter(lower, upper []byte, t *GetTrace) base.InternalIterator {
+	return &tableIter{r: r, lower: lower, upper: upper, trace: t}
 }
 
 // RangeDels returns the table's range tombstones, fragmented and within the

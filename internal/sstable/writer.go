@@ -79,10 +79,25 @@
 // memory, small.
 //
 // The filter block holds what the FilterPolicy's writer returned after it
-// was given filter.Hash of each distinct user key in the table, once.
-// When the writer cannot build a filter for those keys (a binary fuse
-// filter that no seed peels), the table has no filter block and no
-// filter-policy property, and filter-error says why.
+// was given filter.Hash of each distinct user key in the table, once. A
+// table written with a prefix extractor (WriterOptions.PrefixLength) also
+// gives it PrefixHash of each key's prefix, the first PrefixLength(key)
+// bytes of the user key (none when that length is outside 1..len(key)),
+// once per run of consecutive keys sharing it: for the usual extractors,
+// whose prefixes of keys in order come in runs, once per distinct prefix.
+// PrefixHash is filter.Hash XOR 0x9e3779b97f4a7c15, so that a prefix does
+// not answer for a key of the same bytes. The policy sizes the filter for
+// all it was given, keys plus prefixes, so its false-positive rate for keys
+// is what it is without prefixes; num-prefixes counts them, and the
+// prefix-extractor property names the extractor, whose prefixes a reader
+// looks up only for a store using the extractor of that name. A binary
+// from before prefix filters ignores both properties (readers skip names
+// they do not know) and reads the filter as a filter of keys with more
+// entries, which it is: no key is missing from it, so its lookups stay
+// correct, at the rate of the keys-plus-prefixes sizing. When the writer
+// cannot build a filter for what it was given (a binary fuse filter that no
+// seed peels), the table has no filter block and no filter-policy,
+// prefix-extractor or num-prefixes property, and filter-error says why.
 //
 // The range-deletion block holds the table's range tombstones, fragmented
 // (they do not overlap one another), in the encoding that
@@ -116,7 +131,9 @@
 //	num-deletions     uvarint  Properties.NumDeletions
 //	num-entries       uvarint  Properties.NumEntries
 //	num-range-dels    uvarint  Properties.NumRangeDels (version 2)
+//	num-prefixes      uvarint  Properties.NumPrefixes (absent: 0)
 //	num-user-keys     uvarint  Properties.NumUserKeys
+//	prefix-extractor  bytes    Properties.PrefixExtractor (absent: none)
 //	raw-key-size      uvarint  Properties.RawKeySize
 //	raw-value-size    uvarint  Properties.RawValueSize
 //	smallest          ikey     Properties.Smallest (absent when empty)
@@ -179,6 +196,12 @@ type WriterOptions struct {
 	FilterPolicy filter.Policy
 	// Compression of blocks. The zero value is SnappyCompression.
 	Compression Compression
+	// PrefixLength, with FilterPolicy, also puts each key's prefix, its
+	// first PrefixLength(key) bytes, in the filter (see the format); a
+	// result outside 1..len(key) means the key has no prefix. PrefixName
+	// names the function, and the table records it. nil: keys only.
+	PrefixLength func(key []byte) int
+	PrefixName   string
 	// BytesPerSync, when > 0, makes the writer push the file's data towards
 	// the device each time that many more bytes have been written, so that
 	// the table's writeback is spread over its writing instead of all left
@@ -202,6 +225,10 @@ type Writer struct {
 	filter  filter.Writer
 	props   Properties
 	lastKey base.InternalKey // owned copy of the last key added
+	// lastPrefix is the prefix last added to the filter, and hasPrefix
+	// whether there is one.
+	lastPrefix []byte
+	hasPrefix  bool
 	// rangeDels are the table's range tombstones (SetRangeDels).
 	rangeDels rangedel.Spans
 	// pending is the handle of a flushed data block whose index entry waits
@@ -241,6 +268,9 @@ func NewWriter(f vfs.File, opts WriterOptions) *Writer {
 	if opts.FilterPolicy != nil {
 		w.filter = opts.FilterPolicy.NewWriter()
 		w.props.FilterPolicy = opts.FilterPolicy.Name()
+		if opts.PrefixLength != nil {
+			w.props.PrefixExtractor = opts.PrefixName
+		}
 	}
 	return w
 }
@@ -275,6 +305,7 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 		w.props.NumUserKeys++
 		if w.filter != nil {
 			w.filter.AddHash(filter.Hash(key.UserKey))
+			w.addPrefix(key.UserKey)
 		}
 	}
 	w.keyBuf = key.Append(w.keyBuf[:0])
@@ -300,6 +331,21 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 		return w.flushData()
 	}
 	return nil
+}
+
+// addPrefix adds ukey's prefix to the filter unless ukey has none or it
+// is the prefix added last.
+func (w *Writer) addPrefix(ukey []byte) {
+	if w.props.PrefixExtractor == "" {
+		return
+	}
+	n := w.opts.PrefixLength(ukey)
+	if n <= 0 || n > len(ukey) || (w.hasPrefix && bytes.Equal(w.lastPrefix, ukey[:n])) {
+		return
+	}
+	w.lastPrefix, w.hasPrefix = append(w.lastPrefix[:0], ukey[:n]...), true
+	w.props.NumPrefixes++
+	w.filter.AddHash(PrefixHash(w.lastPrefix))
 }
 
 // SetRangeDels gives the table its range tombstones, fragmented; they
@@ -478,7 +524,7 @@ func (w *Writer) writeFilter(meta *blockWriter) error {
 	f, err := w.filter.Finish()
 	if err != nil {
 		w.props.FilterError = fmt.Sprintf("%s: %v", w.props.FilterPolicy, err)
-		w.props.FilterPolicy = ""
+		w.props.FilterPolicy, w.props.PrefixExtractor, w.props.NumPrefixes = "", "", 0
 		return nil
 	}
 	w.props.FilterSize = uint64(len(f))
