@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/cache"
 	"github.com/shale-db/shale/internal/rangedel"
+	"github.com/shale-db/shale/rangefilter"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -28,6 +30,10 @@ type ReaderOptions struct {
 	// Filters are the filter policies the reader knows, matched by name. A
 	// table whose filter is of none of them is read without its filter.
 	Filters []filter.Policy
+	// RangeFilterMap is the range filters' user map in use, if any. A table
+	// whose range filter was built with another user map is read without
+	// its range filter; one built with the dense map is always used.
+	RangeFilterMap *rangefilter.UserMap
 	// Stats, when not nil, is where the reader counts its work; several
 	// readers may share one.
 	Stats *Stats
@@ -120,6 +126,7 @@ type Reader struct {
 	indexOffset int64
 	filter      filter.Filter // nil: no filter, or one of an unknown policy
 	filterSize  int
+	rangeFilter *rangefilter.KeyFilter // nil: none, or of another user map
 	props       *Properties
 	rangeDels   rangedel.Spans // the range tombstones, fragmented
 }
@@ -166,7 +173,7 @@ func (r *Reader) open() error {
 	if err := it.init(r.name, int64(ft.metaindex.offset), meta); err != nil {
 		return err
 	}
-	var propsHandle, filterHandle, rangeDelHandle *blockHandle
+	var propsHandle, filterHandle, rangeDelHandle, rangeFilterHandle *blockHandle
 	var filterPolicy filter.Policy
 	for valid := it.First(); valid; valid = it.Next() {
 		h, n := decodeHandle(it.val)
@@ -178,6 +185,8 @@ func (r *Reader) open() error {
 			propsHandle = &h
 		} else if name == rangeDelName {
 			rangeDelHandle = &h
+		} else if name == rangeFilterName {
+			rangeFilterHandle = &h
 		} else if policyName, ok := strings.CutPrefix(name, "filter."); ok {
 			for _, p := range r.opts.Filters {
 				if p.Name() == policyName {
@@ -236,6 +245,16 @@ func (r *Reader) open() error {
 			return base.CorruptionErrorf(r.name, int64(filterHandle.offset), "filter: %v", err)
 		}
 		r.filterSize = len(data)
+	}
+	if rangeFilterHandle != nil {
+		data, err := r.readBlock(*rangeFilterHandle)
+		if err != nil {
+			return err
+		}
+		r.rangeFilter, err = rangefilter.Decode(data, r.opts.RangeFilterMap)
+		if err != nil && !errors.Is(err, rangefilter.ErrUnknownMap) {
+			return base.CorruptionErrorf(r.name, int64(rangeFilterHandle.offset), "range filter: %v", err)
+		}
 	}
 	return nil
 }
@@ -450,8 +469,25 @@ func (r *Reader) RangeDels() rangedel.Spans { return r.rangeDels }
 func (r *Reader) Properties() *Properties { return r.props }
 
 // FilterSize is the number of bytes of filter the reader holds in memory (0
-// when it uses no filter).
-func (r *Reader) FilterSize() int { return r.filterSize }
+// when it uses no filter), range filter included.
+func (r *Reader) FilterSize() int {
+	if r.rangeFilter != nil {
+		return r.filterSize + r.rangeFilter.SizeBytes()
+	}
+	return r.filterSize
+}
+
+// RangeMayContain consults the table's range filter for the user keys in
+// [lower, upper). checked is false when the reader has no range filter
+// for the table, in which case may is true. may false is certain: the table
+// holds no entry there. It says nothing of the table's range tombstones,
+// which apply whatever it answers.
+func (r *Reader) RangeMayContain(lower, upper []byte) (checked, may bool) {
+	if r.rangeFilter == nil {
+		return false, true
+	}
+	return true, r.rangeFilter.MayContain(lower, upper)
+}
 
 // IndexSize is the number of bytes of index the reader holds in memory.
 func (r *Reader) IndexSize() int { return len(r.index) }
