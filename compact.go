@@ -195,6 +195,7 @@ func (db *DB) writeTables(it *compaction.Iter, tombs rangedel.Spans, level int, 
 		w = sstable.NewWriter(f, sstable.WriterOptions{
 			BlockSize:    db.opts.BlockSize,
 			FilterPolicy: db.filterFor(level, inputs, size),
+			RangeFilter:  db.opts.RangeFilter,
 			BytesPerSync: outputSyncBytes,
 		})
 		return nil

@@ -3,10 +3,12 @@ package shale
 import (
 	"bytes"
 	"sort"
+	"sync/atomic"
 
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/merging"
 	"github.com/shale-db/shale/internal/rangedel"
+	"github.com/shale-db/shale/internal/sstable"
 )
 
 // IterOptions bound an iterator to the user keys in [LowerBound, UpperBound).
@@ -70,18 +72,31 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 	// which are newer than the next one, delete (see
 	// rangedel.NewFilterIter).
 	var newer rangedel.Spans
+	// add adds a source, with the tombstones it holds; it is nil for a
+	// table that a bounded read skips, whose tombstones still apply.
 	add := func(it base.InternalIterator, own rangedel.Spans) {
-		iters = append(iters, rangedel.NewFilterIter(it, newer, own, seq))
+		if it != nil {
+			iters = append(iters, rangedel.NewFilterIter(it, newer, own, seq))
+		}
 		if len(own) > 0 {
 			newer = rangedel.Union(newer, own.Visible(seq))
 		}
+	}
+	var lower, upper []byte
+	if opts != nil {
+		lower, upper = bytes.Clone(opts.LowerBound), bytes.Clone(opts.UpperBound)
 	}
 	for _, m := range rs.memtables {
 		add(m.NewIter(), m.RangeDels())
 	}
 	for _, f := range v.Levels[0] {
 		r := v.tables[f.FileNum].reader
-		add(r.NewIter(), r.RangeDels())
+		ref := &tableRef{f.FileNum, f.Smallest.UserKey, f.Largest.UserKey, false}
+		var it base.InternalIterator
+		if db.checkTableRange(r, ref, lower, upper) {
+			it = ref.newIter(db, r, lower, upper)
+		}
+		add(it, r.RangeDels())
 	}
 	for level := 1; level < len(v.Levels); level++ {
 		if len(v.Levels[level]) > 0 {
@@ -91,14 +106,10 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 				// tombstones, which lie within their bounds.
 				own = append(own, v.tables[f.FileNum].reader.RangeDels()...)
 			}
-			add(newLevelIter(v, level), own)
+			add(newLevelIter(db, v, level, lower, upper), own)
 		}
 	}
-	it := &Iterator{db: db, iter: merging.NewIter(iters...), v: v, seq: seq}
-	if opts != nil {
-		it.lower = bytes.Clone(opts.LowerBound)
-		it.upper = bytes.Clone(opts.UpperBound)
-	}
+	it := &Iterator{db: db, iter: merging.NewIter(iters...), v: v, seq: seq, lower: lower, upper: upper}
 	db.itersMu.Lock()
 	if db.iters == nil {
 		db.iters = map[*Iterator]struct{}{}
@@ -367,28 +378,104 @@ func (it *Iterator) release() error {
 	return err
 }
 
+// checkTableRange is a bounded read's check of one table, before any
+// block of it is read: for an iterator with both bounds set, it reports
+// whether the table may hold an entry in [lower, upper), by its key range
+// and then by its range filter, recording in ref whether the filter was
+// consulted. The table's range tombstones apply whatever it says: they are
+// kept apart from its entries (see newIter).
+func (db *DB) checkTableRange(r *sstable.Reader, ref *tableRef, lower, upper []byte) bool {
+	if lower == nil || upper == nil {
+		return true
+	}
+	if bytes.Compare(ref.smallest, upper) >= 0 || bytes.Compare(ref.largest, lower) < 0 {
+		return false
+	}
+	checked, may := r.RangeMayContain(lower, upper)
+	ref.rangeFilterSaidMaybe = checked && may
+	return may
+}
+
 // levelIter iterates over the sorted, disjoint tables of one level >= 1 as
 // one sequence, opening a table's iterator only when it gets there.
 type levelIter struct {
-	v     *version
-	files []*tableRef
-	index int // current file, or -1 / len(files) when off either end
-	iter  base.InternalIterator
-	err   error
+	db           *DB
+	v            *version
+	files        []*tableRef
+	lower, upper []byte // the read's bounds
+	index        int    // current file, or -1 / len(files) when off either end
+	iter         base.InternalIterator
+	err          error
 }
 
 type tableRef struct {
 	fileNum  uint64
 	smallest []byte
 	largest  []byte
+	// rangeFilterSaidMaybe: the table's range filter was consulted and said
+	// "maybe", so its iterator counts a false positive if it yields nothing
+	// in range.
+	rangeFilterSaidMaybe bool
 }
 
-func newLevelIter(v *version, level int) *levelIter {
-	li := &levelIter{v: v, index: -1}
+// newIter returns the table's iterator for a read of [lower, upper).
+func (ref *tableRef) newIter(db *DB, r *sstable.Reader, lower, upper []byte) base.InternalIterator {
+	it := r.NewIter()
+	if ref.rangeFilterSaidMaybe {
+		it = &rangeFilterCheckedIter{InternalIterator: it, lower: lower, upper: upper, falsePositives: &db.tableStats.RangeFilterFalsePositives}
+	}
+	return it
+}
+
+// newLevelIter returns the iterator of a level for a read of [lower,
+// upper), leaving out the tables that checkTableRange rules out.
+func newLevelIter(db *DB, v *version, level int, lower, upper []byte) *levelIter {
+	li := &levelIter{db: db, v: v, lower: lower, upper: upper, index: -1}
 	for _, f := range v.Levels[level] {
-		li.files = append(li.files, &tableRef{f.FileNum, f.Smallest.UserKey, f.Largest.UserKey})
+		ref := &tableRef{f.FileNum, f.Smallest.UserKey, f.Largest.UserKey, false}
+		if db.checkTableRange(v.tables[f.FileNum].reader, ref, lower, upper) {
+			li.files = append(li.files, ref)
+		}
 	}
 	return li
+}
+
+// rangeFilterCheckedIter is the iterator of a table whose range filter said
+// "maybe" for [lower, upper). Closed after having been positioned but never
+// on an entry in that range, it counts the filter's false positive.
+type rangeFilterCheckedIter struct {
+	base.InternalIterator
+	lower, upper   []byte
+	falsePositives *atomic.Int64
+	positioned     bool
+	hit            bool
+}
+
+func (i *rangeFilterCheckedIter) note(ok bool) bool {
+	i.positioned = true
+	if ok && !i.hit {
+		k := i.Key().UserKey
+		i.hit = bytes.Compare(k, i.lower) >= 0 && bytes.Compare(k, i.upper) < 0
+	}
+	return ok
+}
+
+func (i *rangeFilterCheckedIter) First() bool { return i.note(i.InternalIterator.First()) }
+func (i *rangeFilterCheckedIter) Last() bool  { return i.note(i.InternalIterator.Last()) }
+func (i *rangeFilterCheckedIter) Next() bool  { return i.note(i.InternalIterator.Next()) }
+func (i *rangeFilterCheckedIter) Prev() bool  { return i.note(i.InternalIterator.Prev()) }
+func (i *rangeFilterCheckedIter) SeekGE(k []byte) bool {
+	return i.note(i.InternalIterator.SeekGE(k))
+}
+func (i *rangeFilterCheckedIter) SeekLT(k []byte) bool {
+	return i.note(i.InternalIterator.SeekLT(k))
+}
+
+func (i *rangeFilterCheckedIter) Close() error {
+	if i.positioned && !i.hit && i.Error() == nil {
+		i.falsePositives.Add(1)
+	}
+	return i.InternalIterator.Close()
 }
 
 // open switches to file i (closing the current one) and reports whether it
@@ -404,7 +491,7 @@ func (l *levelIter) open(i int) bool {
 	if i < 0 || i >= len(l.files) || l.err != nil {
 		return false
 	}
-	l.iter = l.v.tables[l.files[i].fileNum].reader.NewIter()
+	l.iter = l.files[i].newIter(l.db, l.v.tables[l.files[i].fileNum].reader, l.lower, l.upper)
 	return true
 }
 

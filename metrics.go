@@ -13,11 +13,19 @@ import (
 
 // Metrics is a snapshot of the store's counters and shape.
 type Metrics struct {
-	DiskReads            int64          // blocks read from SSTable files, not served by the block cache
-	FilterChecks         int64          // point lookups that consulted a file's filter
-	FilterSkips          int64          // ... and were told "definitely not": the file was skipped
-	FilterFalsePositives int64          // ... told "maybe", and the file did not hold the key
-	Levels               []LevelMetrics // index = level
+	DiskReads            int64 // blocks read from SSTable files, not served by the block cache
+	FilterChecks         int64 // point lookups that consulted a file's filter
+	FilterSkips          int64 // ... and were told "definitely not": the file was skipped
+	FilterFalsePositives int64 // ... told "maybe", and the file did not hold the key
+	// RangeFilterChecks counts the tables whose range filter a bounded
+	// iterator consulted (Options.RangeFilter), RangeFilterSkips those told
+	// "definitely not", which the iterator skipped, and
+	// RangeFilterFalsePositives those told "maybe" whose table then yielded
+	// no entry in the bounds (counted when the iterator leaves the table).
+	RangeFilterChecks         int64
+	RangeFilterSkips          int64
+	RangeFilterFalsePositives int64
+	Levels                    []LevelMetrics // index = level
 	// BaseLevel is the level L0 compacts into: L6 for a small store, moving
 	// up as the data grows. The levels between L0 and it are empty.
 	BaseLevel int
@@ -96,6 +104,9 @@ func (db *DB) Metrics() Metrics {
 	m.FilterChecks = db.tableStats.FilterChecks.Load()
 	m.FilterSkips = db.tableStats.FilterSkips.Load()
 	m.FilterFalsePositives = db.tableStats.FilterFalsePositives.Load()
+	m.RangeFilterChecks = db.tableStats.RangeFilterChecks.Load()
+	m.RangeFilterSkips = db.tableStats.RangeFilterSkips.Load()
+	m.RangeFilterFalsePositives = db.tableStats.RangeFilterFalsePositives.Load()
 	m.BlockCacheHits, m.BlockCacheMiss = db.cache.Stats()
 	m.BlockCacheBytes = int64(db.cache.Size())
 	m.RowCacheHits, m.RowCacheMisses = db.rowCache.Stats()
@@ -181,6 +192,10 @@ func (m Metrics) String() string {
 	}
 	fmt.Fprintf(&b, "filters: %d checks, %d skips, %d false positives (%.2f%% of absent); %s in memory (index: %s)\n",
 		m.FilterChecks, m.FilterSkips, m.FilterFalsePositives, fpr, humanBytes(m.FilterMemory), humanBytes(m.IndexMemory))
+	if m.RangeFilterChecks > 0 {
+		fmt.Fprintf(&b, "range filters: %d checks, %d skips, %d false positives\n",
+			m.RangeFilterChecks, m.RangeFilterSkips, m.RangeFilterFalsePositives)
+	}
 	deleteOnly := ""
 	if m.DeleteOnlyCompactions > 0 {
 		deleteOnly = fmt.Sprintf(", +%d delete-only", m.DeleteOnlyCompactions)

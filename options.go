@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/shale-db/shale/internal/compaction"
+	"github.com/shale-db/shale/rangefilter"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -68,6 +69,16 @@ type Options struct {
 	// overrides BloomBitsPerKey: UniformFilter, PerLevelFilters or
 	// MonkeyBloom. See the README's "Choosing a filter".
 	FilterPolicy FilterPolicy
+	// RangeFilter, when set, gives every new SSTable a range filter (see
+	// package rangefilter) with these options: its bits per key (0:
+	// rangefilter.DefaultBitsPerKey) and, for keys that are numbers
+	// already, a UserMap (nil: each table's dense map of its keys). A
+	// bounded iterator (both bounds set) skips, before reading a block,
+	// every table whose range filter says no key of [LowerBound,
+	// UpperBound) is there; the table's range tombstones still apply.
+	// Tables written without a range filter, or with a UserMap of
+	// another name, are read as before. nil: no range filters.
+	RangeFilter *rangefilter.Options
 	// Logger receives one line per background event (flush, compaction,
 	// recovery). nil: silent.
 	Logger func(format string, args ...any)
@@ -87,6 +98,11 @@ func (o *Options) validate() error {
 	case o.BlockSize < 0, o.RowCacheSize < 0, o.MaxImmutableMemTables < 0, o.L0CompactionThreshold < 0,
 		o.L0SlowdownWritesThreshold < 0, o.L0StopWritesThreshold < 0, o.LBaseMaxBytes < 0, o.TargetFileSize < 0:
 		return fmt.Errorf("shale: Options has a negative size or count")
+	}
+	if rf := o.RangeFilter; rf != nil {
+		if _, err := rangefilter.NewBuilder(rf); err != nil {
+			return fmt.Errorf("shale: Options.RangeFilter: %w", err)
+		}
 	}
 	d := o.withDefaults()
 	if d.L0StopWritesThreshold <= d.L0CompactionThreshold || d.L0SlowdownWritesThreshold < d.L0CompactionThreshold {

@@ -54,6 +54,14 @@ type Stats struct {
 	// FilterFalsePositives counts the FilterChecks answered "maybe" for a
 	// user key the table holds no entry for, at any seqnum.
 	FilterFalsePositives atomic.Int64
+	// RangeFilterChecks counts the bounded reads that consulted a table's
+	// range filter (RangeMayContain), and RangeFilterSkips those answered
+	// "definitely not". RangeFilterFalsePositives is for the reader's
+	// caller to count: the "maybe"s after which the table yielded no key
+	// in the range.
+	RangeFilterChecks         atomic.Int64
+	RangeFilterSkips          atomic.Int64
+	RangeFilterFalsePositives atomic.Int64
 }
 
 // GetTrace records what one Get did, for explaining a lookup.
@@ -478,7 +486,7 @@ func (r *Reader) FilterSize() int {
 }
 
 // RangeMayContain consults the table's range filter for the user keys in
-// [lower, upper). checked is false when the reader has no range filter
+// [lower, upper), counting the check (and a skip) in the Stats. checked is false when the reader has no range filter
 // for the table, in which case may is true. may false is certain: the table
 // holds no entry there. It says nothing of the table's range tombstones,
 // which apply whatever it answers.
@@ -486,7 +494,12 @@ func (r *Reader) RangeMayContain(lower, upper []byte) (checked, may bool) {
 	if r.rangeFilter == nil {
 		return false, true
 	}
-	return true, r.rangeFilter.MayContain(lower, upper)
+	r.stats.RangeFilterChecks.Add(1)
+	may = r.rangeFilter.MayContain(lower, upper)
+	if !may {
+		r.stats.RangeFilterSkips.Add(1)
+	}
+	return true, may
 }
 
 // IndexSize is the number of bytes of index the reader holds in memory.
