@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/rangefilter"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -28,12 +29,14 @@ type ddState struct {
 	// generate lookups of keys that are there and keys that are not.
 	loaded       int
 	loadedPrefix string
+	// multiples and step are the last load-multiples' (see scans).
+	multiples, step int
 }
 
 // TestDataDriven runs the cases in testdata/. Commands:
 //
 //	open [bloom=N|none] [filter=bloomN|monkeyN|ribbonN|fuse|none] [memtable=BYTES] [cache=BYTES|off] [compactions=off] [block=BYTES]
-//	     [l0-threshold=N] [lbase=BYTES] [target-file-size=BYTES] [rowcache=BYTES]
+//	     [l0-threshold=N] [lbase=BYTES] [target-file-size=BYTES] [rowcache=BYTES] [rangefilter=BITS]
 //	put KEY VALUE | del KEY | delrange FROM TO | get KEY [snapshot=NAME]
 //	batch            (input: "put K V" / "del K" / "delrange FROM TO" lines,
 //	                  applied atomically)
@@ -61,6 +64,7 @@ type ddState struct {
 //	filters          (per level: the filters' format, memory and bits per key)
 //	settle           (run the picker's compactions in the foreground until
 //	                  it picks none)
+//	load-multiples, scans, rangefilters: see datadriven_scans_test.go
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		s := &ddState{t: t, snapshots: map[string]*Snapshot{}}
@@ -138,6 +142,8 @@ func (s *ddState) exec(d *datadriven.TestData) (string, error) {
 				s.opts.TargetFileSize = int64(atoi(s.t, v))
 			case "rowcache":
 				s.opts.RowCacheSize = atoi(s.t, v)
+			case "rangefilter":
+				s.opts.RangeFilter = &rangefilter.Options{BitsPerKey: atoi(s.t, v)}
 			default:
 				s.t.Fatalf("%s: unknown open option %s", d.Pos, a.Key)
 			}
@@ -294,6 +300,12 @@ func (s *ddState) exec(d *datadriven.TestData) (string, error) {
 		return s.lsm(), nil
 	case "lsm":
 		return s.lsm(), nil
+	case "load-multiples":
+		return s.loadMultiples(d)
+	case "scans":
+		return s.scans(d)
+	case "rangefilters":
+		return s.rangeFilters(), nil
 	case "rowcache":
 		m := s.db.Metrics()
 		return fmt.Sprintf("row cache: %d hits, %d misses, %d bytes\n", m.RowCacheHits, m.RowCacheMisses, m.RowCacheBytes), nil

@@ -118,19 +118,22 @@ func (d *digit) count() uint64 {
 // Map returns the integer a key of the set maps to (for any other string,
 // its ceiling).
 func (m *KeyMap) Map(key []byte) uint64 {
-	r, _ := m.ceil(key)
+	r, _, _ := m.ceil(key)
 	return r
 }
 
 // Range returns the integer range [a, b] that holds the image of every key
-// of the set in the byte range [lo, hi], or ok = false when no key of the
-// set can lie in it. This is the clamping of the query to the set's
-// smallest and largest keys, done on ranks: lo and hi may lie anywhere. A
-// half-open range [lo, hi) maps as [lo, hi] does, a superset.
+// of the set in the byte range [lo, hi) (hi excluded), or ok = false when
+// no key of the set can lie in it. This is also the clamping of the query
+// to the set's smallest and largest keys, done on ranks: lo and hi may lie
+// anywhere. The image of [lo, hi) may be [a, b] with a > b, for example
+// when both lie between two key shapes: ok is then false.
 func (m *KeyMap) Range(lo, hi []byte) (a, b uint64, ok bool) {
-	a, _ = m.ceil(lo)
-	b, exact := m.ceil(hi)
-	if !exact { // floor(hi) = ceil(hi) - 1
+	a, _, _ = m.ceil(lo)
+	b, exact, truncated := m.ceil(hi)
+	// A key below hi has a rank below b, unless hi's shape is exact and
+	// cut off by the window: then keys below hi may share it.
+	if !exact || !truncated {
 		if b == 0 {
 			return 0, 0, false
 		}
@@ -153,18 +156,19 @@ func (m *KeyMap) ranks() uint64 {
 }
 
 // ceil returns the smallest rank whose key shape is >= s (ranks() when
-// none is) and whether s has that shape within the window. The carry of a
-// byte above every symbol of its position is the arithmetic's: rank*radix
-// + radix.
-func (m *KeyMap) ceil(s []byte) (rank uint64, exact bool) {
+// none is), whether s has that shape within the window, and whether s
+// runs past the window. The carry of a byte above every symbol of its
+// position is the arithmetic's: rank*radix + radix.
+func (m *KeyMap) ceil(s []byte) (rank uint64, exact, truncated bool) {
 	n := min(len(s), len(m.prefix))
 	switch c := bytes.Compare(s[:n], m.prefix[:n]); {
 	case c < 0 || (c == 0 && len(s) < len(m.prefix)):
-		return 0, false // below every shape
+		return 0, false, false // below every shape
 	case c > 0:
-		return m.ranks(), false // above every shape
+		return m.ranks(), false, false // above every shape
 	}
 	rest := s[len(m.prefix):]
+	truncated = len(rest) > len(m.digits)
 	exact = true
 	for i := range m.digits {
 		d := &m.digits[i]
@@ -178,7 +182,7 @@ func (m *KeyMap) ceil(s []byte) (rank uint64, exact bool) {
 		}
 		rank = rank*d.radix + v
 	}
-	return rank, exact
+	return rank, exact, truncated
 }
 
 // MarshalBinary encodes the map:

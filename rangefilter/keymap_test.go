@@ -36,9 +36,10 @@ func TestKeyMapDecimal(t *testing.T) {
 	}
 }
 
-// TestKeyMapRange checks the floor and ceiling of bounds that are no key:
-// every key in a byte range maps into its integer range, and a range
-// between keys maps to nothing.
+// TestKeyMapRange checks the ranks of half-open ranges [lo, hi) whose
+// bounds are keys, are no key, or run past the window: every key in the
+// range maps into its integer range, and a range between keys maps to
+// nothing.
 func TestKeyMapRange(t *testing.T) {
 	keys := decimalKeys(0, 32, 1000) // multiples of 32
 	m := buildKeyMap(keys)
@@ -49,15 +50,19 @@ func TestKeyMapRange(t *testing.T) {
 	}{
 		// The last digit's alphabet is the even digits (radix 5), so 32
 		// has rank 3*5 + 1.
-		{"0000000000000032", "0000000000000032", 16, 16, true},
+		{"0000000000000032", "0000000000000033", 16, 16, true},
+		{"0000000000000032", "0000000000000032", 0, 0, false}, // empty
 		// 33 is no shape: its ceiling is 34's rank, 49's floor 48's.
 		{"0000000000000033", "0000000000000049", 17, 24, true},
+		{"0000000000000033", "0000000000000064", 17, 31, true}, // 64 excluded
 		{"0000000000000033", "0000000000000033", 0, 0, false}, // between two shapes
-		{"", "0000000000000000", 0, 0, true},
+		{"", "0000000000000001", 0, 0, true},
 		{"", "/", 0, 0, false},  // below the prefix
 		{"1", "2", 0, 0, false}, // above every key
 		{"0000000000000031x", "00000000000000320", 16, 16, true},
-		{"00000000000000315", "0000000000000032", 16, 16, true},
+		// A bound longer than the window shares 32's shape, and so may
+		// a key below it.
+		{"00000000000000315", "00000000000000321", 16, 16, true},
 		{"00000000000000319", "0000000000000031\xff", 0, 0, false},
 	} {
 		a, b, ok := m.Range([]byte(tc.lo), []byte(tc.hi))
@@ -104,9 +109,9 @@ func TestKeyMapOrder(t *testing.T) {
 			}
 			a, b, ok := m.Range(lo, hi)
 			for _, k := range keys {
-				if bytes.Compare(lo, k) <= 0 && bytes.Compare(k, hi) <= 0 {
+				if bytes.Compare(lo, k) <= 0 && bytes.Compare(k, hi) < 0 {
 					if v := m.Map(k); !ok || v < a || v > b {
-						t.Fatalf("maxLen %d: key %x in [%x, %x] maps to %d, outside [%d, %d] (ok %v)", maxLen, k, lo, hi, v, a, b, ok)
+						t.Fatalf("maxLen %d: key %x in [%x, %x) maps to %d, outside [%d, %d] (ok %v)", maxLen, k, lo, hi, v, a, b, ok)
 					}
 				}
 			}
@@ -143,7 +148,7 @@ func TestKeyMapLongKeys(t *testing.T) {
 	}
 	kf := decodeKeyFilter(t, b, nil)
 	for _, k := range keys {
-		if !kf.MayContain(k, k) {
+		if !kf.MayContain(k, append(slices.Clone(k), 0)) {
 			t.Fatalf("key %x: filter says no", k)
 		}
 	}
@@ -191,7 +196,7 @@ func TestUserMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !kf.MayContain([]byte{0, 0, 0, 0, 0, 0, 7, 0}, []byte{0, 0, 0, 0, 0, 0, 7, 0}) {
+	if !kf.MayContain([]byte{0, 0, 0, 0, 0, 0, 7, 0}, []byte{0, 0, 0, 0, 0, 0, 7, 1}) {
 		t.Fatal("present key: filter says no")
 	}
 	for _, other := range []*UserMap{nil, {Name: "other", Map: be.Map}} {

@@ -163,11 +163,13 @@ func Decode(data []byte, user *UserMap) (*KeyFilter, error) {
 	return kf, nil
 }
 
-// MayContain reports whether a key of the set may lie in [lo, hi], both
-// bounds included (a half-open range [lo, hi) asks this, a superset).
-// false is certain. The false-positive probability is at most
-// L/2^(BitsPerKey-2), where L is the width of the range's image under the
-// map; a range whose image is wider than the filter supports answers true.
+// MayContain reports whether a key of the set may lie in [lo, hi) (hi
+// excluded, as an iterator's bounds). false is certain. The
+// false-positive probability is at most L/2^(BitsPerKey-2), where L is the
+// width of the range's image under the map; a range whose image is wider
+// than the filter supports answers true. A UserMap maps the range to
+// [Map(lo), Map(hi)], hi included: a weakly order-preserving map cannot
+// say which integers lie strictly below hi's.
 func (k *KeyFilter) MayContain(lo, hi []byte) bool {
 	if k.user != nil {
 		return k.filter.MayContain(k.user.Map(lo), k.user.Map(hi))

@@ -478,12 +478,7 @@ func (r *Reader) Properties() *Properties { return r.props }
 
 // FilterSize is the number of bytes of filter the reader holds in memory (0
 // when it uses no filter), range filter included.
-func (r *Reader) FilterSize() int {
-	if r.rangeFilter != nil {
-		return r.filterSize + r.rangeFilter.SizeBytes()
-	}
-	return r.filterSize
-}
+func (r *Reader) FilterSize() int { return r.filterSize + r.RangeFilterSize() }
 
 // RangeMayContain consults the table's range filter for the user keys in
 // [lower, upper), counting the check (and a skip) in the Stats. checked is false when the reader has no range filter
@@ -509,3 +504,13 @@ func (r *Reader) IndexSize() int { return len(r.index) }
 // the caches: the table may be opened again (EvictFile is for deleted
 // tables).
 func (r *Reader) Close() error { return r.f.Close() }
+
+// RangeFilterSize is the number of bytes of range filter (and its key map)
+// the reader holds in memory, 0 when it uses none. FilterSize counts them
+// too.
+func (r *Reader) RangeFilterSize() int {
+	if r.rangeFilter == nil {
+		return 0
+	}
+	return r.rangeFilter.SizeBytes()
+}
