@@ -55,7 +55,7 @@ func TestKeyMapRange(t *testing.T) {
 		// 33 is no shape: its ceiling is 34's rank, 49's floor 48's.
 		{"0000000000000033", "0000000000000049", 17, 24, true},
 		{"0000000000000033", "0000000000000064", 17, 31, true}, // 64 excluded
-		{"0000000000000033", "0000000000000033", 0, 0, false}, // between two shapes
+		{"0000000000000033", "0000000000000033", 0, 0, false},  // between two shapes
 		{"", "0000000000000001", 0, 0, true},
 		{"", "/", 0, 0, false},  // below the prefix
 		{"1", "2", 0, 0, false}, // above every key
