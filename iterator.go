@@ -3,7 +3,6 @@ package shale
 import (
 	"bytes"
 	"sort"
-	"sync/atomic"
 
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/merging"
@@ -50,6 +49,9 @@ type Iterator struct {
 	// reverse: the internal iterator is positioned before the current
 	// entry's versions (after a backward step), not on them.
 	reverse bool
+	// rangeMaybes are the tables whose range filter said "maybe" to the
+	// iterator's bounds, for counting false positives at release.
+	rangeMaybes []*rangeFilterMaybe
 }
 
 // NewIter returns an iterator over the store's current state.
@@ -89,12 +91,17 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 	for _, m := range rs.memtables {
 		add(m.NewIter(), m.RangeDels())
 	}
+	// maybes follow the tables whose range filter said "maybe".
+	var maybes []*rangeFilterMaybe
 	for _, f := range v.Levels[0] {
 		r := v.tables[f.FileNum].reader
-		ref := &tableRef{f.FileNum, f.Smallest.UserKey, f.Largest.UserKey, false}
+		ref := &tableRef{fileNum: f.FileNum, smallest: f.Smallest.UserKey, largest: f.Largest.UserKey}
 		var it base.InternalIterator
 		if db.checkTableRange(r, ref, lower, upper) {
-			it = ref.newIter(db, r, lower, upper)
+			it = ref.newIter(r, lower, upper)
+		}
+		if ref.maybe != nil {
+			maybes = append(maybes, ref.maybe)
 		}
 		add(it, r.RangeDels())
 	}
@@ -106,10 +113,16 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 				// tombstones, which lie within their bounds.
 				own = append(own, v.tables[f.FileNum].reader.RangeDels()...)
 			}
-			add(newLevelIter(db, v, level, lower, upper), own)
+			li := newLevelIter(db, v, level, lower, upper)
+			for _, ref := range li.files {
+				if ref.maybe != nil {
+					maybes = append(maybes, ref.maybe)
+				}
+			}
+			add(li, own)
 		}
 	}
-	it := &Iterator{db: db, iter: merging.NewIter(iters...), v: v, seq: seq, lower: lower, upper: upper}
+	it := &Iterator{db: db, iter: merging.NewIter(iters...), v: v, seq: seq, lower: lower, upper: upper, rangeMaybes: maybes}
 	db.itersMu.Lock()
 	if db.iters == nil {
 		db.iters = map[*Iterator]struct{}{}
@@ -372,6 +385,11 @@ func (it *Iterator) Close() error {
 // internal iterator's error. It runs once: from Close, or from DB.Close for
 // an iterator left open.
 func (it *Iterator) release() error {
+	for _, m := range it.rangeMaybes {
+		if m.positioned && !m.hit {
+			it.db.tableStats.RangeFilterFalsePositives.Add(1)
+		}
+	}
 	err := it.iter.Close()
 	it.v.unref()
 	it.iter, it.v = nil, nil
@@ -381,9 +399,10 @@ func (it *Iterator) release() error {
 // checkTableRange is a bounded read's check of one table, before any
 // block of it is read: for an iterator with both bounds set, it reports
 // whether the table may hold an entry in [lower, upper), by its key range
-// and then by its range filter, recording in ref whether the filter was
-// consulted. The table's range tombstones apply whatever it says: they are
-// kept apart from its entries (see newIter).
+// and then by its range filter. When the filter said "maybe", ref.maybe
+// follows the table for the false-positive count. The table's range
+// tombstones apply whatever it says: they are kept apart from its entries
+// (see newIter).
 func (db *DB) checkTableRange(r *sstable.Reader, ref *tableRef, lower, upper []byte) bool {
 	if lower == nil || upper == nil {
 		return true
@@ -392,9 +411,18 @@ func (db *DB) checkTableRange(r *sstable.Reader, ref *tableRef, lower, upper []b
 		return false
 	}
 	checked, may := r.RangeMayContain(lower, upper)
-	ref.rangeFilterSaidMaybe = checked && may
+	if checked && may {
+		ref.maybe = &rangeFilterMaybe{}
+	}
 	return may
 }
+
+// rangeFilterMaybe follows, through a bounded read, a table whose range
+// filter said "maybe": whether the read positioned the table's iterator,
+// and whether that ever found an entry within the bounds. Positioned and
+// never in the bounds is the filter's false positive, counted when the
+// read ends (Iterator.release).
+type rangeFilterMaybe struct{ positioned, hit bool }
 
 // levelIter iterates over the sorted, disjoint tables of one level >= 1 as
 // one sequence, opening a table's iterator only when it gets there.
@@ -412,17 +440,14 @@ type tableRef struct {
 	fileNum  uint64
 	smallest []byte
 	largest  []byte
-	// rangeFilterSaidMaybe: the table's range filter was consulted and said
-	// "maybe", so its iterator counts a false positive if it yields nothing
-	// in range.
-	rangeFilterSaidMaybe bool
+	maybe    *rangeFilterMaybe // nil unless the range filter said "maybe"
 }
 
 // newIter returns the table's iterator for a read of [lower, upper).
-func (ref *tableRef) newIter(db *DB, r *sstable.Reader, lower, upper []byte) base.InternalIterator {
+func (ref *tableRef) newIter(r *sstable.Reader, lower, upper []byte) base.InternalIterator {
 	it := r.NewIter()
-	if ref.rangeFilterSaidMaybe {
-		it = &rangeFilterCheckedIter{InternalIterator: it, lower: lower, upper: upper, falsePositives: &db.tableStats.RangeFilterFalsePositives}
+	if ref.maybe != nil {
+		it = &rangeFilterCheckedIter{InternalIterator: it, lower: lower, upper: upper, maybe: ref.maybe}
 	}
 	return it
 }
@@ -432,7 +457,7 @@ func (ref *tableRef) newIter(db *DB, r *sstable.Reader, lower, upper []byte) bas
 func newLevelIter(db *DB, v *version, level int, lower, upper []byte) *levelIter {
 	li := &levelIter{db: db, v: v, lower: lower, upper: upper, index: -1}
 	for _, f := range v.Levels[level] {
-		ref := &tableRef{f.FileNum, f.Smallest.UserKey, f.Largest.UserKey, false}
+		ref := &tableRef{fileNum: f.FileNum, smallest: f.Smallest.UserKey, largest: f.Largest.UserKey}
 		if db.checkTableRange(v.tables[f.FileNum].reader, ref, lower, upper) {
 			li.files = append(li.files, ref)
 		}
@@ -441,21 +466,18 @@ func newLevelIter(db *DB, v *version, level int, lower, upper []byte) *levelIter
 }
 
 // rangeFilterCheckedIter is the iterator of a table whose range filter said
-// "maybe" for [lower, upper). Closed after having been positioned but never
-// on an entry in that range, it counts the filter's false positive.
+// "maybe" for [lower, upper): it records in maybe what the read found.
 type rangeFilterCheckedIter struct {
 	base.InternalIterator
-	lower, upper   []byte
-	falsePositives *atomic.Int64
-	positioned     bool
-	hit            bool
+	lower, upper []byte
+	maybe        *rangeFilterMaybe
 }
 
 func (i *rangeFilterCheckedIter) note(ok bool) bool {
-	i.positioned = true
-	if ok && !i.hit {
+	i.maybe.positioned = true
+	if ok && !i.maybe.hit {
 		k := i.Key().UserKey
-		i.hit = bytes.Compare(k, i.lower) >= 0 && bytes.Compare(k, i.upper) < 0
+		i.maybe.hit = bytes.Compare(k, i.lower) >= 0 && bytes.Compare(k, i.upper) < 0
 	}
 	return ok
 }
@@ -471,13 +493,6 @@ func (i *rangeFilterCheckedIter) SeekLT(k []byte) bool {
 	return i.note(i.InternalIterator.SeekLT(k))
 }
 
-func (i *rangeFilterCheckedIter) Close() error {
-	if i.positioned && !i.hit && i.Error() == nil {
-		i.falsePositives.Add(1)
-	}
-	return i.InternalIterator.Close()
-}
-
 // open switches to file i (closing the current one) and reports whether it
 // is a file.
 func (l *levelIter) open(i int) bool {
@@ -491,7 +506,7 @@ func (l *levelIter) open(i int) bool {
 	if i < 0 || i >= len(l.files) || l.err != nil {
 		return false
 	}
-	l.iter = l.files[i].newIter(l.db, l.v.tables[l.files[i].fileNum].reader, l.lower, l.upper)
+	l.iter = l.files[i].newIter(l.v.tables[l.files[i].fileNum].reader, l.lower, l.upper)
 	return true
 }
 

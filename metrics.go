@@ -21,7 +21,7 @@ type Metrics struct {
 	// iterator consulted (Options.RangeFilter), RangeFilterSkips those told
 	// "definitely not", which the iterator skipped, and
 	// RangeFilterFalsePositives those told "maybe" whose table then yielded
-	// no entry in the bounds (counted when the iterator leaves the table).
+	// no entry in the bounds (counted when the iterator is closed).
 	RangeFilterChecks         int64
 	RangeFilterSkips          int64
 	RangeFilterFalsePositives int64

@@ -44,11 +44,7 @@ func New(keys []uint64, bitsPerKey int, seed uint64) (*Filter, error) {
 	if bitsPerKey < MinBitsPerKey || bitsPerKey > MaxBitsPerKey {
 		return nil, fmt.Errorf("rangefilter: %d bits per key, want %d to %d", bitsPerKey, MinBitsPerKey, MaxBitsPerKey)
 	}
-	n := uint64(max(len(keys), 1))
-	r := uint64(maxCodes)
-	if n <= maxCodes>>(bitsPerKey-2) {
-		r = n << (bitsPerKey - 2)
-	}
+	r := codeSpace(len(keys), bitsPerKey)
 	s1, s2 := splitmix(seed), splitmix(seed+1)
 	f := &Filter{r: r, a: s1%(mersenne61-1) + 1, b: s2 % mersenne61}
 	codes := make([]uint64, len(keys))
@@ -58,6 +54,16 @@ func New(keys []uint64, bitsPerKey int, seed uint64) (*Filter, error) {
 	slices.Sort(codes)
 	f.codes = newEliasFano(slices.Compact(codes), r)
 	return f, nil
+}
+
+// codeSpace is r for n keys at bitsPerKey bits per key: n*2^(bitsPerKey-2),
+// at most maxCodes.
+func codeSpace(n, bitsPerKey int) uint64 {
+	m := uint64(max(n, 1))
+	if m > maxCodes>>(bitsPerKey-2) {
+		return maxCodes
+	}
+	return m << (bitsPerKey - 2)
 }
 
 // splitmix is SplitMix64's output function: it spreads a seed over 64 bits.

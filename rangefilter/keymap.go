@@ -17,11 +17,18 @@ import (
 // about n integers, where taking their bytes as a big-endian number would
 // spread them over a range up to 2^(8*length) wide.
 //
-// The window of positions read is the longest whose alphabets' product
-// fits 64 bits. Bytes past it are ignored: keys that differ only there map
-// to one integer, which costs false positives (the filter cannot tell them
-// apart, and a query between them sees them all) and never a false
-// negative. Keys whose differing bytes lie within the window map exactly.
+// The window of positions read ends before the number of ranks (the
+// product of the alphabets' sizes) would exceed a bound the builder is
+// given. Builder gives the filter's code space, n*2^(B-2) for n keys at B
+// bits per key: with no more ranks than that, the filter holds every rank
+// without a hash collision, and each further position would multiply the
+// width of every query's image, and with it the false-positive bound, by
+// its alphabet's size. Bytes past the window are ignored: keys that differ
+// only there map to one integer, which costs false positives (the filter
+// cannot tell them apart, and a query near them sees them all) and never a
+// false negative. Keys whose differing bytes lie within the window, such as
+// decimal keys of up to log10(n*2^(B-2)) significant digits after their
+// common prefix, map exactly.
 //
 // Any string, in the set or not, has a floor (the largest rank of a key
 // shape at or below it) and a ceiling; Range maps query bounds by them, so
@@ -64,8 +71,8 @@ type KeyMapBuilder struct {
 	sets   [][4]uint64 // the byte values seen at each position
 }
 
-// Add adds a key; the keys may come in any order. The builder keeps no
-// reference to key.
+// Add adds a key; the keys may come in any order, and repeat. The builder
+// keeps no reference to key.
 func (b *KeyMapBuilder) Add(key []byte) {
 	if b.n == 0 {
 		b.prefix = append(b.prefix[:0], key...)
@@ -87,15 +94,16 @@ func (b *KeyMapBuilder) Add(key []byte) {
 	}
 }
 
-// Finish returns the KeyMap of the keys added.
-func (b *KeyMapBuilder) Finish() *KeyMap {
+// Finish returns the KeyMap of the keys added, whose window ends before
+// the number of ranks would exceed maxRanks (or 2^64 - 2).
+func (b *KeyMapBuilder) Finish(maxRanks uint64) *KeyMap {
 	m := &KeyMap{prefix: bytes.Clone(b.prefix)}
 	product := uint64(1)
 	for pos := len(b.prefix); pos < len(b.sets); pos++ {
 		d := digit{set: b.sets[pos], end: pos >= b.minLen}
 		d.radix = d.count()
 		hi, lo := bits.Mul64(product, d.radix)
-		if hi != 0 || lo == 1<<64-1 { // ranks() and ceil's "none" must fit
+		if hi != 0 || lo > maxRanks || lo == 1<<64-1 { // ranks() and ceil's "none" must fit
 			break
 		}
 		product = lo
@@ -129,6 +137,9 @@ func (m *KeyMap) Map(key []byte) uint64 {
 // anywhere. The image of [lo, hi) may be [a, b] with a > b, for example
 // when both lie between two key shapes: ok is then false.
 func (m *KeyMap) Range(lo, hi []byte) (a, b uint64, ok bool) {
+	if bytes.Compare(lo, hi) >= 0 {
+		return 0, 0, false
+	}
 	a, _, _ = m.ceil(lo)
 	b, exact, truncated := m.ceil(hi)
 	// A key below hi has a rank below b, unless hi's shape is exact and

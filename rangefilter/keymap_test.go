@@ -13,7 +13,7 @@ func buildKeyMap(keys [][]byte) *KeyMap {
 	for _, k := range keys {
 		b.Add(k)
 	}
-	return b.Finish()
+	return b.Finish(1<<64 - 1)
 }
 
 func decimalKeys(from, step, n int) [][]byte {
@@ -52,16 +52,22 @@ func TestKeyMapRange(t *testing.T) {
 		// has rank 3*5 + 1.
 		{"0000000000000032", "0000000000000033", 16, 16, true},
 		{"0000000000000032", "0000000000000032", 0, 0, false}, // empty
-		// 33 is no shape: its ceiling is 34's rank, 49's floor 48's.
+		// 33 is no shape: its ceiling is 34's rank; 49's floor is 48's.
 		{"0000000000000033", "0000000000000049", 17, 24, true},
 		{"0000000000000033", "0000000000000064", 17, 31, true}, // 64 excluded
-		{"0000000000000033", "0000000000000033", 0, 0, false},  // between two shapes
+		{"0000000000000033", "0000000000000034", 0, 0, false},  // between two shapes
 		{"", "0000000000000001", 0, 0, true},
-		{"", "/", 0, 0, false},  // below the prefix
-		{"1", "2", 0, 0, false}, // above every key
+		{"", "/", 0, 0, false},             // below the prefix
+		{"1", "2", 0, 0, false},            // above every key
+		{"000000000004", "1", 0, 0, false}, // 4 at the thousands digit: above every key
+		// \xff is above every digit: its ceiling carries to 1000 (rank
+		// 500); the bound 00000000000011 ends before the tens digit, so
+		// its floor is 1098 (rank 549).
+		{"0000000000000\xff", "00000000000011", 500, 549, true},
+		{"0000000000000\xff", "0000000000001", 0, 0, false},
+		// A bound longer than the window shares 32's shape, and so may a
+		// key below it.
 		{"0000000000000031x", "00000000000000320", 16, 16, true},
-		// A bound longer than the window shares 32's shape, and so may
-		// a key below it.
 		{"00000000000000315", "00000000000000321", 16, 16, true},
 		{"00000000000000319", "0000000000000031\xff", 0, 0, false},
 	} {

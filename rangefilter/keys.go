@@ -36,10 +36,8 @@ type Options struct {
 type Builder struct {
 	bitsPerKey int
 	user       *UserMap
-	keyMap     KeyMapBuilder
 	keys       [][]byte // the keys, for the dense map, which needs all of them first
 	values     []uint64 // the keys' integers, for a user map
-	seed       uint64
 }
 
 // NewBuilder returns a Builder; opts nil means the defaults.
@@ -63,17 +61,10 @@ func NewBuilder(opts *Options) (*Builder, error) {
 // Add adds a key, in any order; repeats are allowed. The builder copies
 // what it keeps.
 func (b *Builder) Add(key []byte) {
-	// The hash's seed follows the keys, so that tables differ in their
-	// hashes and a rebuild of the same keys gives the same filter.
-	b.seed = splitmix(b.seed ^ uint64(len(key)))
-	if len(key) > 0 {
-		b.seed ^= uint64(key[len(key)-1])
-	}
 	if b.user != nil {
 		b.values = append(b.values, b.user.Map(key))
 		return
 	}
-	b.keyMap.Add(key)
 	b.keys = append(b.keys, bytes.Clone(key))
 }
 
@@ -91,7 +82,11 @@ func (b *Builder) Finish() ([]byte, error) {
 		out = binary.AppendUvarint(out, uint64(len(b.user.Name)))
 		out = append(out, b.user.Name...)
 	} else {
-		m := b.keyMap.Finish()
+		var mb KeyMapBuilder
+		for _, k := range b.keys {
+			mb.Add(k)
+		}
+		m := mb.Finish(codeSpace(len(b.keys), b.bitsPerKey))
 		values = make([]uint64, len(b.keys))
 		for i, k := range b.keys {
 			values[i] = m.Map(k)
@@ -104,7 +99,13 @@ func (b *Builder) Finish() ([]byte, error) {
 		out = binary.AppendUvarint(out, uint64(len(enc)))
 		out = append(out, enc...)
 	}
-	f, err := New(values, b.bitsPerKey, b.seed)
+	// The hash's seed follows the keys, so that tables differ in their
+	// hashes and a rebuild of the same keys gives the same filter.
+	seed := uint64(len(values))
+	for _, v := range values {
+		seed = splitmix(seed ^ v)
+	}
+	f, err := New(values, b.bitsPerKey, seed)
 	if err != nil {
 		return nil, err
 	}
