@@ -97,7 +97,7 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 		r := v.tables[f.FileNum].reader
 		ref := &tableRef{fileNum: f.FileNum, smallest: f.Smallest.UserKey, largest: f.Largest.UserKey}
 		var it base.InternalIterator
-		if db.checkTableRange(r, ref, lower, upper) {
+		if checkTableRange(r, ref, lower, upper) {
 			it = ref.newIter(r, lower, upper)
 		}
 		if ref.maybe != nil {
@@ -113,7 +113,7 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum) *Iterator {
 				// tombstones, which lie within their bounds.
 				own = append(own, v.tables[f.FileNum].reader.RangeDels()...)
 			}
-			li := newLevelIter(db, v, level, lower, upper)
+			li := newLevelIter(v, level, lower, upper)
 			for _, ref := range li.files {
 				if ref.maybe != nil {
 					maybes = append(maybes, ref.maybe)
@@ -403,7 +403,7 @@ func (it *Iterator) release() error {
 // follows the table for the false-positive count. The table's range
 // tombstones apply whatever it says: they are kept apart from its entries
 // (see newIter).
-func (db *DB) checkTableRange(r *sstable.Reader, ref *tableRef, lower, upper []byte) bool {
+func checkTableRange(r *sstable.Reader, ref *tableRef, lower, upper []byte) bool {
 	if lower == nil || upper == nil {
 		return true
 	}
@@ -427,7 +427,6 @@ type rangeFilterMaybe struct{ positioned, hit bool }
 // levelIter iterates over the sorted, disjoint tables of one level >= 1 as
 // one sequence, opening a table's iterator only when it gets there.
 type levelIter struct {
-	db           *DB
 	v            *version
 	files        []*tableRef
 	lower, upper []byte // the read's bounds
@@ -454,11 +453,11 @@ func (ref *tableRef) newIter(r *sstable.Reader, lower, upper []byte) base.Intern
 
 // newLevelIter returns the iterator of a level for a read of [lower,
 // upper), leaving out the tables that checkTableRange rules out.
-func newLevelIter(db *DB, v *version, level int, lower, upper []byte) *levelIter {
-	li := &levelIter{db: db, v: v, lower: lower, upper: upper, index: -1}
+func newLevelIter(v *version, level int, lower, upper []byte) *levelIter {
+	li := &levelIter{v: v, lower: lower, upper: upper, index: -1}
 	for _, f := range v.Levels[level] {
 		ref := &tableRef{fileNum: f.FileNum, smallest: f.Smallest.UserKey, largest: f.Largest.UserKey}
-		if db.checkTableRange(v.tables[f.FileNum].reader, ref, lower, upper) {
+		if checkTableRange(v.tables[f.FileNum].reader, ref, lower, upper) {
 			li.files = append(li.files, ref)
 		}
 	}

@@ -1,6 +1,7 @@
 package shale
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -156,4 +157,81 @@ func replay(it *Iterator, moves []string) string {
 		fmt.Fprintf(&b, "close: %v\n", err)
 	}
 	return b.String()
+}
+
+// TestRangeFilterUserMapEngine: a store whose keys are 8-byte big-endian
+// numbers uses a UserMap; bounded scans skip its tables. Reopened with a
+// map of another name, the store reads the tables without their range
+// filters and returns the same entries.
+func TestRangeFilterUserMapEngine(t *testing.T) {
+	be := func(name string) *rangefilter.UserMap {
+		return &rangefilter.UserMap{Name: name, Map: func(k []byte) uint64 {
+			var v uint64
+			for i := range 8 {
+				v <<= 8
+				if i < len(k) {
+					v |= uint64(k[i])
+				}
+			}
+			return v
+		}}
+	}
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs, BlockCacheSize: -1, DisableAutomaticCompactions: true,
+		RangeFilter: &rangefilter.Options{Map: be("be64")}}
+	db, err := Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+	for f := range 4 {
+		for i := range 500 {
+			if err := db.Put(key(uint64(i*4+f)*1000), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scan := func(db *DB) (found int) {
+		for i := range 200 {
+			lo := uint64(i*10)*1000 + 1 // between keys
+			it := db.NewIter(&IterOptions{LowerBound: key(lo), UpperBound: key(lo + 500)})
+			if it.First() {
+				found++
+			}
+			if err := it.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return found
+	}
+	if found := scan(db); found != 0 {
+		t.Fatalf("%d empty scans found an entry", found)
+	}
+	if m := db.Metrics(); m.RangeFilterSkips < 790 || m.DiskReads > 50 {
+		t.Fatalf("with the map: %d range-filter skips, %d disk reads; want nearly 800 skips", m.RangeFilterSkips, m.DiskReads)
+	}
+	db.Close()
+	opts.RangeFilter = &rangefilter.Options{Map: be("other")}
+	if db, err = Open("db", opts); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if found := scan(db); found != 0 {
+		t.Fatalf("%d empty scans found an entry", found)
+	}
+	if m := db.Metrics(); m.RangeFilterChecks != 0 {
+		t.Fatalf("another map's name: %d range-filter checks, want the filters unused", m.RangeFilterChecks)
+	}
+}
+
+func TestRangeFilterOptionsValidated(t *testing.T) {
+	for _, o := range []*rangefilter.Options{{BitsPerKey: rangefilter.MinBitsPerKey - 1}, {Map: &rangefilter.UserMap{Name: "x"}}} {
+		if db, err := Open("db", &Options{FS: vfs.NewMem(), RangeFilter: o}); err == nil {
+			db.Close()
+			t.Fatalf("Options.RangeFilter %+v accepted", o)
+		}
+	}
 }
