@@ -77,7 +77,9 @@ type Options struct {
 	// every table whose range filter says no key of [LowerBound,
 	// UpperBound) is there; the table's range tombstones still apply.
 	// Tables written without a range filter, or with a UserMap of
-	// another name, are read as before. nil: no range filters.
+	// another name, are read as before; a table's range filter built
+	// with the dense map is consulted whatever this option says now. nil:
+	// no range filters in new tables.
 	RangeFilter *rangefilter.Options
 	// Logger receives one line per background event (flush, compaction,
 	// recovery). nil: silent.
