@@ -1,7 +1,6 @@
 package rangefilter
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -36,8 +35,11 @@ type Options struct {
 type Builder struct {
 	bitsPerKey int
 	user       *UserMap
-	keys       [][]byte // the keys, for the dense map, which needs all of them first
-	values     []uint64 // the keys' integers, for a user map
+	// keys holds the keys back to back, each ending at its entry of ends:
+	// the dense map needs all of them before it can map one.
+	keys   []byte
+	ends   []int
+	values []uint64 // the keys' integers, for a user map
 }
 
 // NewBuilder returns a Builder; opts nil means the defaults.
@@ -59,13 +61,23 @@ func NewBuilder(opts *Options) (*Builder, error) {
 }
 
 // Add adds a key, in any order; repeats are allowed. The builder copies
-// what it keeps.
+// what it keeps: with the dense map, every key's bytes until Finish.
 func (b *Builder) Add(key []byte) {
 	if b.user != nil {
 		b.values = append(b.values, b.user.Map(key))
 		return
 	}
-	b.keys = append(b.keys, bytes.Clone(key))
+	b.keys = append(b.keys, key...)
+	b.ends = append(b.ends, len(b.keys))
+}
+
+// key returns the i-th key added, for the dense map.
+func (b *Builder) key(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = b.ends[i-1]
+	}
+	return b.keys[start:b.ends[i]]
 }
 
 // Finish returns the encoded KeyFilter of the keys added:
@@ -83,13 +95,13 @@ func (b *Builder) Finish() ([]byte, error) {
 		out = append(out, b.user.Name...)
 	} else {
 		var mb KeyMapBuilder
-		for _, k := range b.keys {
-			mb.Add(k)
+		for i := range b.ends {
+			mb.Add(b.key(i))
 		}
-		m := mb.Finish(codeSpace(len(b.keys), b.bitsPerKey))
-		values = make([]uint64, len(b.keys))
-		for i, k := range b.keys {
-			values[i] = m.Map(k)
+		m := mb.Finish(codeSpace(len(b.ends), b.bitsPerKey))
+		values = make([]uint64, len(b.ends))
+		for i := range values {
+			values[i] = m.Map(b.key(i))
 		}
 		enc, err := m.MarshalBinary()
 		if err != nil {
