@@ -138,3 +138,17 @@ func ExampleFilter() {
 	fmt.Println(f.MayContain(20, 20), f.MayContain(21, 29))
 	// Output: true false
 }
+
+func ExampleBuilder() {
+	b, _ := NewBuilder(nil) // the dense map, DefaultBitsPerKey
+	for i := 0; i < 1000; i += 32 {
+		b.Add(fmt.Appendf(nil, "user%08d", i))
+	}
+	data, _ := b.Finish()
+	f, _ := Decode(data, nil)
+	// [user00000064, user00000065) holds a key; [user00000065, user00000096)
+	// lies between two.
+	fmt.Println(f.MayContain([]byte("user00000064"), []byte("user00000065")),
+		f.MayContain([]byte("user00000065"), []byte("user00000096")))
+	// Output: true false
+}
