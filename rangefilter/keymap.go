@@ -13,8 +13,8 @@ import (
 // the next positions as a digit in the alphabet of the byte values that
 // occur there among the keys (plus "the key has ended", lowest, when a key
 // is that short). A key maps to its mixed-radix rank: decimal keys of equal
-// length map to their numeric value, and n consecutive keys to a range of
-// about n integers, where taking their bytes as a big-endian number would
+// length in which every digit occurs at each position map to their numeric
+// value, and n consecutive keys to a range of about n integers, where taking their bytes as a big-endian number would
 // spread them over a range up to 2^(8*length) wide.
 //
 // The window of positions read ends before the number of ranks (the
