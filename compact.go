@@ -196,6 +196,7 @@ func (db *DB) writeTables(it *compaction.Iter, tombs rangedel.Spans, level int, 
 		wopts := sstable.WriterOptions{
 			BlockSize:    db.opts.BlockSize,
 			FilterPolicy: db.filterFor(level, inputs, size),
+			RangeFilter:  db.opts.RangeFilter,
 			BytesPerSync: outputSyncBytes,
 		}
 		if p := db.opts.Prefix; p != nil {

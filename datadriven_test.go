@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/rangefilter"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -29,12 +30,14 @@ type ddState struct {
 	loaded       int
 	loadedPrefix string
 	groups       int // the number of groups of the last load-groups
+	// multiples and step are the last load-multiples' (see empty-scans).
+	multiples, step int
 }
 
 // TestDataDriven runs the cases in testdata/. Commands:
 //
 //	open [bloom=N|none] [filter=bloomN|monkeyN|ribbonN|fuse|none] [memtable=BYTES] [cache=BYTES|off] [compactions=off] [block=BYTES]
-//	     [l0-threshold=N] [lbase=BYTES] [target-file-size=BYTES] [rowcache=BYTES]
+//	     [l0-threshold=N] [lbase=BYTES] [target-file-size=BYTES] [rowcache=BYTES] [rangefilter=BITS]
 //	put KEY VALUE | del KEY | delrange FROM TO | get KEY [snapshot=NAME]
 //	batch            (input: "put K V" / "del K" / "delrange FROM TO" lines,
 //	                  applied atomically)
@@ -76,6 +79,7 @@ type ddState struct {
 //	filters          (per level: the filters' format, memory and bits per key)
 //	settle           (run the picker's compactions in the foreground until
 //	                  it picks none)
+//	load-multiples, empty-scans, rangefilters: see datadriven_scans_test.go
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		s := &ddState{t: t, snapshots: map[string]*Snapshot{}}
@@ -155,6 +159,8 @@ func (s *ddState) exec(d *datadriven.TestData) (string, error) {
 				s.opts.RowCacheSize = atoi(s.t, v)
 			case "prefix":
 				s.opts.Prefix = FixedPrefix(atoi(s.t, v))
+			case "rangefilter":
+				s.opts.RangeFilter = &rangefilter.Options{BitsPerKey: atoi(s.t, v)}
 			default:
 				s.t.Fatalf("%s: unknown open option %s", d.Pos, a.Key)
 			}
@@ -335,6 +341,12 @@ func (s *ddState) exec(d *datadriven.TestData) (string, error) {
 		return s.lsm(), nil
 	case "lsm":
 		return s.lsm(), nil
+	case "load-multiples":
+		return s.loadMultiples(d)
+	case "empty-scans":
+		return s.emptyScans(d)
+	case "rangefilters":
+		return s.rangeFilters(), nil
 	case "rowcache":
 		m := s.db.Metrics()
 		return fmt.Sprintf("row cache: %d hits, %d misses, %d bytes\n", m.RowCacheHits, m.RowCacheMisses, m.RowCacheBytes), nil

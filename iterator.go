@@ -8,6 +8,7 @@ import (
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/merging"
 	"github.com/shale-db/shale/internal/rangedel"
+	"github.com/shale-db/shale/internal/sstable"
 )
 
 // IterOptions bound an iterator to the user keys in [LowerBound, UpperBound)
@@ -45,6 +46,7 @@ type Iterator struct {
 	iter  base.InternalIterator
 	v     *version
 	seq   base.SeqNum
+	plan  *scanPlan // the tables it reads, and what their range filters said
 	lower []byte
 	upper []byte
 	// key is the current user key: where the iterator is, used to skip
@@ -110,7 +112,7 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum, trace *scanTracer) *It
 			add(&levelIter{v: v, plan: plan, files: v.Levels[level], level: level, index: -1}, own)
 		}
 	}
-	it := &Iterator{db: db, iter: merging.NewIter(iters...), v: v, seq: seq, lower: plan.lower, upper: plan.upper}
+	it := &Iterator{db: db, iter: merging.NewIter(iters...), v: v, seq: seq, plan: plan, lower: plan.lower, upper: plan.upper}
 	db.itersMu.Lock()
 	if db.iters == nil {
 		db.iters = map[*Iterator]struct{}{}
@@ -121,8 +123,9 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum, trace *scanTracer) *It
 }
 
 // scanPlan decides which tables an iterator reads: those that meet its
-// bounds and, for an iterator over one prefix, whose filters say they may
-// hold a key with it.
+// bounds and whose range filters (with both bounds set) say they may hold a
+// key within them, and, for an iterator over one prefix, whose filters say
+// they may hold a key with it.
 type scanPlan struct {
 	// lower and upper are the iterator's bounds, intersected with its
 	// prefix's keys.
@@ -132,7 +135,9 @@ type scanPlan struct {
 	// filters may rule tables out for prefix (see PrefixExtractor); ""
 	// otherwise.
 	extractor string
-	trace     *scanTracer // nil unless the scan is traced
+	// ranged holds what each table's range filter said (see rangeFilter).
+	ranged map[uint64]*rangeFilterMaybe
+	trace  *scanTracer // nil unless the scan is traced
 }
 
 func (db *DB) newScanPlan(opts *IterOptions, trace *scanTracer) *scanPlan {
@@ -149,24 +154,97 @@ func (db *DB) newScanPlan(opts *IterOptions, trace *scanTracer) *scanPlan {
 }
 
 // open returns an iterator over table m of level, or nil when the scan
-// does not read it: it lies wholly outside the bounds, or its filter says
+// does not read it: it lies wholly outside the bounds, its range filter
+// says it holds no key within them (both bounds set), or its filter says
 // it holds no key with the prefix. Only an open iterator reads blocks.
 func (p *scanPlan) open(v *version, level int, m *manifest.FileMeta) base.InternalIterator {
 	if p.outside(m) {
-		p.trace.file(level, m, ScanKeyRange, false)
+		p.trace.file(level, m, ScanKeyRange, false, false)
 		return nil
 	}
 	r := v.tables[m.FileNum].reader
-	checked, may := r.MayContainPrefix(p.extractor, p.prefix)
-	if !may {
-		p.trace.file(level, m, ScanPrefixFilter, checked)
+	maybe, ranged := p.rangeFilter(r, m.FileNum)
+	if ranged && maybe == nil {
+		p.trace.file(level, m, ScanRangeFilter, false, true)
 		return nil
 	}
-	if p.trace == nil {
-		return r.NewIterBounds(p.lower, p.upper)
+	checked, may := r.MayContainPrefix(p.extractor, p.prefix)
+	if !may {
+		p.trace.file(level, m, ScanPrefixFilter, checked, ranged)
+		return nil
 	}
-	f := p.trace.file(level, m, ScanRead, checked)
-	return &countingIter{InternalIterator: r.TraceIter(p.lower, p.upper, &f.blocks), n: &f.step.Entries}
+	var it base.InternalIterator
+	if p.trace == nil {
+		it = r.NewIterBounds(p.lower, p.upper)
+	} else {
+		f := p.trace.file(level, m, ScanRead, checked, ranged)
+		it = &countingIter{InternalIterator: r.TraceIter(p.lower, p.upper, &f.blocks), n: &f.step.Entries}
+	}
+	if maybe != nil {
+		it = &rangeFilterCheckedIter{InternalIterator: it, lower: p.lower, upper: p.upper, maybe: maybe}
+	}
+	return it
+}
+
+// rangeFilter asks table fileNum's range filter, once per scan, whether
+// it may hold a key in [lower, upper): ranged is false when it was not
+// asked (a bound is missing, or the table has no range filter), and maybe
+// is nil when it said "definitely not". A table the scan opens again (a
+// level iterator turning around) is neither probed nor counted twice.
+func (p *scanPlan) rangeFilter(r *sstable.Reader, fileNum uint64) (maybe *rangeFilterMaybe, ranged bool) {
+	if p.lower == nil || p.upper == nil {
+		return nil, false
+	}
+	if maybe, ok := p.ranged[fileNum]; ok {
+		return maybe, true
+	}
+	checked, may := r.RangeMayContain(p.lower, p.upper)
+	if !checked {
+		return nil, false
+	}
+	if may {
+		maybe = &rangeFilterMaybe{}
+	}
+	if p.ranged == nil {
+		p.ranged = map[uint64]*rangeFilterMaybe{}
+	}
+	p.ranged[fileNum] = maybe
+	return maybe, true
+}
+
+// rangeFilterMaybe follows, through a bounded read, a table whose range
+// filter said "maybe": whether the read positioned the table's iterator,
+// and whether that ever found an entry within the bounds. Positioned and
+// never in the bounds is the filter's false positive, counted when the
+// read ends (Iterator.release).
+type rangeFilterMaybe struct{ positioned, hit bool }
+
+// rangeFilterCheckedIter is the iterator of a table whose range filter said
+// "maybe" for [lower, upper): it records in maybe what the read found.
+type rangeFilterCheckedIter struct {
+	base.InternalIterator
+	lower, upper []byte
+	maybe        *rangeFilterMaybe
+}
+
+func (i *rangeFilterCheckedIter) note(ok bool) bool {
+	i.maybe.positioned = true
+	if ok && !i.maybe.hit {
+		k := i.Key().UserKey
+		i.maybe.hit = bytes.Compare(k, i.lower) >= 0 && bytes.Compare(k, i.upper) < 0
+	}
+	return ok
+}
+
+func (i *rangeFilterCheckedIter) First() bool { return i.note(i.InternalIterator.First()) }
+func (i *rangeFilterCheckedIter) Last() bool  { return i.note(i.InternalIterator.Last()) }
+func (i *rangeFilterCheckedIter) Next() bool  { return i.note(i.InternalIterator.Next()) }
+func (i *rangeFilterCheckedIter) Prev() bool  { return i.note(i.InternalIterator.Prev()) }
+func (i *rangeFilterCheckedIter) SeekGE(k []byte) bool {
+	return i.note(i.InternalIterator.SeekGE(k))
+}
+func (i *rangeFilterCheckedIter) SeekLT(k []byte) bool {
+	return i.note(i.InternalIterator.SeekLT(k))
 }
 
 // outside reports whether table m holds no key within the bounds.
@@ -433,6 +511,11 @@ func (it *Iterator) Close() error {
 // internal iterator's error. It runs once: from Close, or from DB.Close for
 // an iterator left open.
 func (it *Iterator) release() error {
+	for _, m := range it.plan.ranged {
+		if m != nil && m.positioned && !m.hit {
+			it.db.tableStats.RangeFilterFalsePositives.Add(1)
+		}
+	}
 	err := it.iter.Close()
 	it.v.unref()
 	it.iter, it.v = nil, nil

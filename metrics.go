@@ -13,13 +13,21 @@ import (
 
 // Metrics is a snapshot of the store's counters and shape.
 type Metrics struct {
-	DiskReads            int64          // blocks read from SSTable files, not served by the block cache
-	FilterChecks         int64          // point lookups that consulted a file's filter
-	FilterSkips          int64          // ... and were told "definitely not": the file was skipped
-	FilterFalsePositives int64          // ... told "maybe", and the file did not hold the key
-	PrefixFilterChecks   int64          // files a prefix iterator asked its filter about (IterOptions.Prefix)
-	PrefixFilterSkips    int64          // ... and was told "definitely not": no block of the file was read
-	Levels               []LevelMetrics // index = level
+	DiskReads            int64 // blocks read from SSTable files, not served by the block cache
+	FilterChecks         int64 // point lookups that consulted a file's filter
+	FilterSkips          int64 // ... and were told "definitely not": the file was skipped
+	FilterFalsePositives int64 // ... told "maybe", and the file did not hold the key
+	PrefixFilterChecks   int64 // files a prefix iterator asked its filter about (IterOptions.Prefix)
+	PrefixFilterSkips    int64 // ... and was told "definitely not": no block of the file was read
+	// RangeFilterChecks counts the tables whose range filter a bounded
+	// iterator consulted (Options.RangeFilter), RangeFilterSkips those told
+	// "definitely not", which the iterator skipped, and
+	// RangeFilterFalsePositives those told "maybe" whose table then yielded
+	// no entry in the bounds (counted when the iterator is closed).
+	RangeFilterChecks         int64
+	RangeFilterSkips          int64
+	RangeFilterFalsePositives int64
+	Levels                    []LevelMetrics // index = level
 	// BaseLevel is the level L0 compacts into: L6 for a small store, moving
 	// up as the data grows. The levels between L0 and it are empty.
 	BaseLevel int
@@ -100,6 +108,9 @@ func (db *DB) Metrics() Metrics {
 	m.FilterFalsePositives = db.tableStats.FilterFalsePositives.Load()
 	m.PrefixFilterChecks = db.tableStats.PrefixChecks.Load()
 	m.PrefixFilterSkips = db.tableStats.PrefixSkips.Load()
+	m.RangeFilterChecks = db.tableStats.RangeFilterChecks.Load()
+	m.RangeFilterSkips = db.tableStats.RangeFilterSkips.Load()
+	m.RangeFilterFalsePositives = db.tableStats.RangeFilterFalsePositives.Load()
 	m.BlockCacheHits, m.BlockCacheMiss = db.cache.Stats()
 	m.BlockCacheBytes = int64(db.cache.Size())
 	m.RowCacheHits, m.RowCacheMisses = db.rowCache.Stats()
@@ -187,6 +198,10 @@ func (m Metrics) String() string {
 		m.FilterChecks, m.FilterSkips, m.FilterFalsePositives, fpr, humanBytes(m.FilterMemory), humanBytes(m.IndexMemory))
 	if m.PrefixFilterChecks > 0 {
 		fmt.Fprintf(&b, "prefix filters: %d checks, %d skips\n", m.PrefixFilterChecks, m.PrefixFilterSkips)
+	}
+	if m.RangeFilterChecks > 0 {
+		fmt.Fprintf(&b, "range filters: %d checks, %d skips, %d false positives\n",
+			m.RangeFilterChecks, m.RangeFilterSkips, m.RangeFilterFalsePositives)
 	}
 	deleteOnly := ""
 	if m.DeleteOnlyCompactions > 0 {

@@ -352,13 +352,17 @@ func (db *DB) openTable(meta *manifest.FileMeta) (*table, error) {
 		}
 		return nil, err
 	}
-	r, err := sstable.Open(f, name, sstable.ReaderOptions{
+	opts := sstable.ReaderOptions{
 		FileNum:  meta.FileNum,
 		Cache:    db.cache,
 		RowCache: db.rowCache,
 		Filters:  knownFilters,
 		Stats:    &db.tableStats,
-	})
+	}
+	if rf := db.opts.RangeFilter; rf != nil {
+		opts.RangeFilterMap = rf.Map
+	}
+	r, err := sstable.Open(f, name, opts)
 	if err != nil {
 		f.Close()
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/shale-db/shale/internal/compaction"
+	"github.com/shale-db/shale/rangefilter"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -74,6 +75,18 @@ type Options struct {
 	// Tables record the extractor's name; those written with another one,
 	// or none, are read without prefix skips. nil: keys only.
 	Prefix *PrefixExtractor
+	// RangeFilter, when set, gives every new SSTable a range filter (see
+	// package rangefilter) with these options: its bits per key (0:
+	// rangefilter.DefaultBitsPerKey) and, for keys that are numbers
+	// already, a UserMap (nil: each table's dense map of its keys). A
+	// bounded iterator (both bounds set) skips, before reading a block,
+	// every table whose range filter says no key of [LowerBound,
+	// UpperBound) is there; the table's range tombstones still apply.
+	// Tables written without a range filter, or with a UserMap of
+	// another name, are read as before; a table's range filter built
+	// with the dense map is consulted whatever this option says now. nil:
+	// no range filters in new tables.
+	RangeFilter *rangefilter.Options
 	// Logger receives one line per background event (flush, compaction,
 	// recovery). nil: silent.
 	Logger func(format string, args ...any)
@@ -99,6 +112,11 @@ func (o *Options) validate() error {
 	}
 	if err := o.Prefix.validate(); err != nil {
 		return err
+	}
+	if rf := o.RangeFilter; rf != nil {
+		if _, err := rangefilter.NewBuilder(rf); err != nil {
+			return fmt.Errorf("shale: Options.RangeFilter: %w", err)
+		}
 	}
 	d := o.withDefaults()
 	if d.L0StopWritesThreshold <= d.L0CompactionThreshold || d.L0SlowdownWritesThreshold < d.L0CompactionThreshold {

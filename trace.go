@@ -291,8 +291,10 @@ type ScanStep struct {
 	Files             int
 	Reason            ScanReason
 	// PrefixChecked is whether the table's prefix filter was consulted
-	// (its answer is Reason: ScanPrefixFilter for "definitely not").
+	// (its answer is Reason: ScanPrefixFilter for "definitely not"), and
+	// RangeChecked whether its range filter was (ScanRangeFilter).
 	PrefixChecked bool
+	RangeChecked  bool
 	// Entries counts the internal entries (every version, deletions
 	// included) the source yielded to the scan; BlocksFromDisk and
 	// BlocksFromCache count the data blocks it read.
@@ -312,6 +314,10 @@ const (
 	// ScanPrefixFilter: the table's filter says it holds no key with the
 	// scan's prefix; no I/O, but its range tombstones still apply.
 	ScanPrefixFilter
+	// ScanRangeFilter: the table's range filter says it holds no key
+	// within the scan's bounds; no I/O, but its range tombstones still
+	// apply.
+	ScanRangeFilter
 )
 
 // String says the reason in words.
@@ -323,6 +329,8 @@ func (r ScanReason) String() string {
 		return "key range: outside the scan"
 	case ScanPrefixFilter:
 		return "prefix filter: definitely not"
+	case ScanRangeFilter:
+		return "range filter: definitely not"
 	}
 	return fmt.Sprintf("ScanReason(%d)", int(r))
 }
@@ -395,7 +403,7 @@ func (t *scanTracer) memtable(it base.InternalIterator) base.InternalIterator {
 // file records that the scan considered table m of level, and decided
 // reason, and returns its record. A table considered again (a scan that
 // turns around reopens it) keeps one record.
-func (t *scanTracer) file(level int, m *manifest.FileMeta, reason ScanReason, prefixChecked bool) *scanFile {
+func (t *scanTracer) file(level int, m *manifest.FileMeta, reason ScanReason, prefixChecked, rangeChecked bool) *scanFile {
 	if t == nil {
 		return nil
 	}
@@ -408,6 +416,7 @@ func (t *scanTracer) file(level int, m *manifest.FileMeta, reason ScanReason, pr
 	}
 	f.step.Reason = reason
 	f.step.PrefixChecked = f.step.PrefixChecked || prefixChecked
+	f.step.RangeChecked = f.step.RangeChecked || rangeChecked
 	return f
 }
 
@@ -474,7 +483,7 @@ func (t *ScanTrace) String() string {
 	}
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	var disk, cached, checked, skipped int
+	var disk, cached, checked, skipped, rangeChecked, rangeSkipped int
 	for i, s := range t.Steps {
 		keyRange := ""
 		switch {
@@ -484,10 +493,13 @@ func (t *ScanTrace) String() string {
 			keyRange = fmt.Sprintf("[%s .. %s%s", FormatKey(s.Smallest), FormatKey(s.Largest), TraceStep{LargestExclusive: s.LargestExclusive}.rangeEnd())
 		}
 		outcome := s.Reason.String()
+		if s.Reason == ScanRead && s.PrefixChecked {
+			outcome = "prefix filter: maybe; " + outcome
+		}
+		if s.RangeChecked && s.Reason != ScanRangeFilter {
+			outcome = "range filter: maybe; " + outcome
+		}
 		if s.Reason == ScanRead {
-			if s.PrefixChecked {
-				outcome = "prefix filter: maybe; " + outcome
-			}
 			entries := fmt.Sprintf("%d entries", s.Entries)
 			if s.Entries == 1 {
 				entries = "1 entry"
@@ -508,10 +520,20 @@ func (t *ScanTrace) String() string {
 		if s.Reason == ScanPrefixFilter {
 			skipped++
 		}
+		if s.RangeChecked {
+			rangeChecked++
+		}
+		if s.Reason == ScanRangeFilter {
+			rangeSkipped++
+		}
 	}
 	tw.Flush()
-	fmt.Fprintf(&b, "=> %s; %s from disk, %d from cache; prefix filters: %d checked, %d skipped\n",
+	fmt.Fprintf(&b, "=> %s; %s from disk, %d from cache; prefix filters: %d checked, %d skipped",
 		plural(t.Keys, "key"), plural(disk, "block"), cached, checked, skipped)
+	if rangeChecked > 0 {
+		fmt.Fprintf(&b, "; range filters: %d checked, %d skipped", rangeChecked, rangeSkipped)
+	}
+	b.WriteString("\n")
 	return b.String()
 }
 

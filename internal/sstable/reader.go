@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/cache"
 	"github.com/shale-db/shale/internal/rangedel"
+	"github.com/shale-db/shale/rangefilter"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -28,6 +30,10 @@ type ReaderOptions struct {
 	// Filters are the filter policies the reader knows, matched by name. A
 	// table whose filter is of none of them is read without its filter.
 	Filters []filter.Policy
+	// RangeFilterMap is the range filters' user map in use, if any. A table
+	// whose range filter was built with another user map is read without
+	// its range filter; one built with the dense map is always used.
+	RangeFilterMap *rangefilter.UserMap
 	// Stats, when not nil, is where the reader counts its work; several
 	// readers may share one.
 	Stats *Stats
@@ -51,6 +57,14 @@ type Stats struct {
 	// PrefixChecks counts the MayContainPrefix calls that consulted a
 	// table's filter, and PrefixSkips those answered "definitely not".
 	PrefixChecks, PrefixSkips atomic.Int64
+	// RangeFilterChecks counts the bounded reads that consulted a table's
+	// range filter (RangeMayContain), and RangeFilterSkips those answered
+	// "definitely not". RangeFilterFalsePositives is for the reader's
+	// caller to count: the "maybe"s after which the table yielded no key
+	// in the range.
+	RangeFilterChecks         atomic.Int64
+	RangeFilterSkips          atomic.Int64
+	RangeFilterFalsePositives atomic.Int64
 }
 
 // GetTrace records what one Get did, for explaining a lookup.
@@ -123,6 +137,7 @@ type Reader struct {
 	indexOffset int64
 	filter      filter.Filter // nil: no filter, or one of an unknown policy
 	filterSize  int
+	rangeFilter *rangefilter.KeyFilter // nil: none, or of another user map
 	props       *Properties
 	rangeDels   rangedel.Spans // the range tombstones, fragmented
 	// filterCounts counts this table's filter outcomes alone, alongside
@@ -172,7 +187,7 @@ func (r *Reader) open() error {
 	if err := it.init(r.name, int64(ft.metaindex.offset), meta); err != nil {
 		return err
 	}
-	var propsHandle, filterHandle, rangeDelHandle *blockHandle
+	var propsHandle, filterHandle, rangeDelHandle, rangeFilterHandle *blockHandle
 	var filterPolicy filter.Policy
 	for valid := it.First(); valid; valid = it.Next() {
 		h, n := decodeHandle(it.val)
@@ -184,6 +199,8 @@ func (r *Reader) open() error {
 			propsHandle = &h
 		} else if name == rangeDelName {
 			rangeDelHandle = &h
+		} else if name == rangeFilterName {
+			rangeFilterHandle = &h
 		} else if policyName, ok := strings.CutPrefix(name, "filter."); ok {
 			for _, p := range r.opts.Filters {
 				if p.Name() == policyName {
@@ -242,6 +259,16 @@ func (r *Reader) open() error {
 			return base.CorruptionErrorf(r.name, int64(filterHandle.offset), "filter: %v", err)
 		}
 		r.filterSize = len(data)
+	}
+	if rangeFilterHandle != nil {
+		data, err := r.readBlock(*rangeFilterHandle)
+		if err != nil {
+			return err
+		}
+		r.rangeFilter, err = rangefilter.Decode(data, r.opts.RangeFilterMap)
+		if err != nil && !errors.Is(err, rangefilter.ErrUnknownMap) {
+			return base.CorruptionErrorf(r.name, int64(rangeFilterHandle.offset), "range filter: %v", err)
+		}
 	}
 	return nil
 }
@@ -465,8 +492,25 @@ func (r *Reader) RangeDels() rangedel.Spans { return r.rangeDels }
 func (r *Reader) Properties() *Properties { return r.props }
 
 // FilterSize is the number of bytes of filter the reader holds in memory (0
-// when it uses no filter).
-func (r *Reader) FilterSize() int { return r.filterSize }
+// when it uses no filter), range filter included.
+func (r *Reader) FilterSize() int { return r.filterSize + r.RangeFilterSize() }
+
+// RangeMayContain consults the table's range filter for the user keys in
+// [lower, upper), counting the check (and a skip) in the Stats. checked is false when
+// the reader has no range filter for the table, in which case may is true. may false is certain: the table
+// holds no entry there. It says nothing of the table's range tombstones,
+// which apply whatever it answers.
+func (r *Reader) RangeMayContain(lower, upper []byte) (checked, may bool) {
+	if r.rangeFilter == nil {
+		return false, true
+	}
+	r.stats.RangeFilterChecks.Add(1)
+	may = r.rangeFilter.MayContain(lower, upper)
+	if !may {
+		r.stats.RangeFilterSkips.Add(1)
+	}
+	return true, may
+}
 
 // FilterCounts returns this table's filter outcomes since the Reader was
 // opened, counted like Stats' FilterChecks, FilterSkips and
@@ -482,3 +526,13 @@ func (r *Reader) IndexSize() int { return len(r.index) }
 // the caches: the table may be opened again (EvictFile is for deleted
 // tables).
 func (r *Reader) Close() error { return r.f.Close() }
+
+// RangeFilterSize is the number of bytes of range filter (and its key map)
+// the reader holds in memory, 0 when it uses none. FilterSize counts them
+// too.
+func (r *Reader) RangeFilterSize() int {
+	if r.rangeFilter == nil {
+		return 0
+	}
+	return r.rangeFilter.SizeBytes()
+}

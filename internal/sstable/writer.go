@@ -8,12 +8,13 @@
 // A table is a sequence of blocks followed by a fixed-size footer:
 //
 //	[data block 0] ... [data block N-1]
-//	[filter block]      only when written with a FilterPolicy
+//	[filter block]        only when written with a FilterPolicy
+//	[range-filter block]  only when written with WriterOptions.RangeFilter
 //	[index block]
 //	[properties block]
-//	[range-del block]   version 2 only
+//	[range-del block]     version 2 only
 //	[metaindex block]
-//	[footer]            56 bytes
+//	[footer]              56 bytes
 //
 // Version 2 is version 1 plus the range-deletion block, and a table is
 // written in version 2 exactly when it holds range tombstones; a table
@@ -114,6 +115,32 @@
 // "definitely not" for a key does not say that no tombstone of the table
 // covers it.
 //
+// The range-filter block holds a Grafite range filter (package
+// rangefilter) of every user key the table holds: each distinct user key of
+// its entries (values and deletions) and the start key of each of its
+// range-tombstone fragments. It is stored raw, in the encoding of
+// rangefilter.Builder.Finish, byte by byte:
+//
+//	map_name_len  uvarint
+//	map_name      map_name_len bytes: the rangefilter.UserMap's name, or
+//	              empty for the table's own dense map
+//	map_len       uvarint                  } only when map_name is empty:
+//	map           map_len bytes, the       } the keys' common prefix, then
+//	              rangefilter.KeyMap       } per position of the window a
+//	              (KeyMap.MarshalBinary)   } flags byte and a 32-byte set
+//	filter        the rest: version byte 1, then uint64 n (distinct
+//	              codes), r (code space), a and b (hash), then the codes'
+//	              low and high words, Elias-Fano (Filter.MarshalBinary)
+//
+// A reader whose user map has another name (or that has none) reads the
+// table without its range filter, never with a wrong map. The filter says
+// nothing of the table's tombstones: an iterator applies a table's range
+// tombstones whether or not its range filter ruled the table out.
+//
+// The range-filter block needs no new format version: binaries from
+// before it skip metaindex names they do not know, so they read such a
+// table correctly, without its range filter (they never ask for one).
+//
 // The properties block maps names to values, sorted by name, restart
 // interval 16 (readers scan it whole): numbers are uvarints, keys are encoded internal keys, strings are
 // their bytes. The names and meanings are those of the Properties fields:
@@ -144,8 +171,9 @@
 //
 // The metaindex block maps names to block handles, restart interval 16:
 // "filter.<policy name>" (e.g. "filter.shale.bloom.v1") for the filter
-// block when there is one, "properties", and "rangedel" for the
-// range-deletion block in version 2 (and only there).
+// block when there is one, "properties", "rangedel" for the
+// range-deletion block in version 2 (and only there), and
+// "rangefilter.grafite.v1" for the range-filter block when there is one.
 //
 // The footer, the last 56 bytes of the file:
 //
@@ -170,6 +198,7 @@ import (
 	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/rangedel"
+	"github.com/shale-db/shale/rangefilter"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -194,6 +223,9 @@ type WriterOptions struct {
 	RestartInterval int
 	// FilterPolicy builds the table's filter. nil: no filter.
 	FilterPolicy filter.Policy
+	// RangeFilter, when set, makes the table carry a range filter of its
+	// keys built with these options (see the format). nil: none.
+	RangeFilter *rangefilter.Options
 	// Compression of blocks. The zero value is SnappyCompression.
 	Compression Compression
 	// PrefixLength, with FilterPolicy, also puts each key's prefix, its
@@ -218,13 +250,15 @@ type Writer struct {
 	w    *bufio.Writer
 	opts WriterOptions
 
-	offset  uint64 // bytes written so far
-	synced  uint64 // bytes pushed to the file system as of the last BytesPerSync
-	data    blockWriter
-	index   blockWriter
-	filter  filter.Writer
-	props   Properties
-	lastKey base.InternalKey // owned copy of the last key added
+	offset uint64 // bytes written so far
+	synced uint64 // bytes pushed to the file system as of the last BytesPerSync
+	data   blockWriter
+	index  blockWriter
+	filter filter.Writer
+	// rangeFilter builds the range filter; nil: the table has none.
+	rangeFilter *rangefilter.Builder
+	props       Properties
+	lastKey     base.InternalKey // owned copy of the last key added
 	// lastPrefix is the prefix last added to the filter, and hasPrefix
 	// whether there is one.
 	lastPrefix []byte
@@ -247,7 +281,8 @@ type Writer struct {
 var errWriterDone = errors.New("sstable: writer already closed")
 
 // NewWriter returns a Writer that writes a table to f, which it owns: Close
-// and Abort close it.
+// and Abort close it. Range-filter options that rangefilter.NewBuilder
+// refuses make every Add and Close fail.
 func NewWriter(f vfs.File, opts WriterOptions) *Writer {
 	if opts.BlockSize <= 0 {
 		opts.BlockSize = 4096
@@ -271,6 +306,9 @@ func NewWriter(f vfs.File, opts WriterOptions) *Writer {
 		if opts.PrefixLength != nil {
 			w.props.PrefixExtractor = opts.PrefixName
 		}
+	}
+	if opts.RangeFilter != nil {
+		w.rangeFilter, w.err = rangefilter.NewBuilder(opts.RangeFilter)
 	}
 	return w
 }
@@ -306,6 +344,9 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 		if w.filter != nil {
 			w.filter.AddHash(filter.Hash(key.UserKey))
 			w.addPrefix(key.UserKey)
+		}
+		if w.rangeFilter != nil {
+			w.rangeFilter.Add(key.UserKey)
 		}
 	}
 	w.keyBuf = key.Append(w.keyBuf[:0])
@@ -486,6 +527,12 @@ func (w *Writer) finish() error {
 		}
 	}
 
+	if w.rangeFilter != nil {
+		if err := w.writeRangeFilter(&meta); err != nil {
+			return err
+		}
+	}
+
 	index := w.index.finish()
 	w.props.IndexSize = uint64(len(index))
 	indexHandle, err := w.writeBlock(index, w.opts.Compression)
@@ -536,6 +583,24 @@ func (w *Writer) writeFilter(meta *blockWriter) error {
 	return nil
 }
 
+// writeRangeFilter writes the range-filter block, of the table's user keys
+// and its tombstones' start keys, and adds it to meta.
+func (w *Writer) writeRangeFilter(meta *blockWriter) error {
+	for _, s := range w.rangeDels {
+		w.rangeFilter.Add(s.Start)
+	}
+	f, err := w.rangeFilter.Finish()
+	if err != nil {
+		return err
+	}
+	h, err := w.writeBlock(f, NoCompression)
+	if err != nil {
+		return err
+	}
+	meta.add([]byte(rangeFilterName), h.append(nil))
+	return nil
+}
+
 // Abort gives up on the table: it closes the file without finishing it. The
 // caller removes the file. Abort after Close does nothing.
 func (w *Writer) Abort() {
@@ -548,8 +613,9 @@ func (w *Writer) Abort() {
 
 // Names in the metaindex.
 const (
-	propertiesName = "properties"
-	rangeDelName   = "rangedel"
+	propertiesName  = "properties"
+	rangeDelName    = "rangedel"
+	rangeFilterName = "rangefilter.grafite.v1"
 )
 
 // separator appends to dst an encoded internal key k with a <= k < b, short
