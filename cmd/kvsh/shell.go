@@ -16,6 +16,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/shale-db/shale"
+	"github.com/shale-db/shale/rangefilter"
 )
 
 // shell interprets kvsh commands against one open store. It knows nothing
@@ -255,6 +256,8 @@ func init() {
 			detail: "The keys are 16 random letters and digits and a final ~, which load never writes. Prints the blocks read per lookup, from disk and from the block cache, and the filters' checks, skips and false positives."},
 		{name: "prefix", args: "[off|N]", summary: "put each key's first N bytes in the filters of tables written from now on", max: 1, run: cmdPrefix,
 			detail: "Sets the store's prefix extractor to FixedPrefix(N) (keys shorter than N have no prefix): filters then hold each key's prefix too, and a scan limited to a prefix of N bytes (explain scan FROM TO prefix=P) skips the tables whose filter says no key has it. Tables keep the extractor they were written with; those written with another one, or none, are read without prefix skips. Like bloom, this reopens the store. With no argument, prints the setting."},
+		{name: "rangefilter", args: "[on|off|BITS]", summary: "give tables written from now on a range filter, which bounded scans consult", max: 1, run: cmdRangeFilter,
+			detail: "on is 16 bits/key, BITS is 6 to 40. A range filter (package rangefilter, after Grafite) answers whether a table may hold any key in [FROM, TO); a scan with both bounds skips, without I/O, the tables whose range filter says no (explain scan FROM TO shows it). Like bloom, this reopens the store; existing tables keep what they have. With no argument, prints the setting."},
 		{name: "autocompact", args: "[on|off]", summary: "turn automatic compactions on or off (on by default)", max: 1, run: cmdAutocompact,
 			detail: "Off keeps every flushed table in L0, to see how lookups cost with many overlapping tables; compact still works. Like bloom, this reopens the store. With no argument, prints the setting."},
 		{name: "rowcache", args: "[off|BYTES]", summary: "set the row cache's size (off by default)", max: 1, run: cmdRowCache,
@@ -464,6 +467,9 @@ func cmdStats(sh *shell, _ []string, _ map[string]string) error {
 	fmt.Fprintf(sh.out, "new tables get %s", describeFilters(sh.opts))
 	if sh.opts.Prefix != nil {
 		fmt.Fprintf(sh.out, "; %s", describePrefix(sh.opts.Prefix))
+	}
+	if sh.opts.RangeFilter != nil {
+		fmt.Fprintf(sh.out, "; %s", describeRangeFilter(sh.opts.RangeFilter))
 	}
 	fmt.Fprintln(sh.out)
 	return nil
@@ -702,6 +708,40 @@ func describePrefix(p *shale.PrefixExtractor) string {
 		return "no prefix filter"
 	}
 	return fmt.Sprintf("prefix filters of %s", p.Name)
+}
+
+func cmdRangeFilter(sh *shell, args []string, _ map[string]string) error {
+	if len(args) == 0 {
+		fmt.Fprintf(sh.out, "new tables get %s\n", describeRangeFilter(sh.opts.RangeFilter))
+		return nil
+	}
+	opts := sh.opts
+	switch args[0] {
+	case "off":
+		opts.RangeFilter = nil
+	case "on":
+		opts.RangeFilter = &rangefilter.Options{BitsPerKey: rangefilter.DefaultBitsPerKey}
+	default:
+		bits, err := parseInt("BITS", args[0], rangefilter.MinBitsPerKey)
+		if err != nil || bits > rangefilter.MaxBitsPerKey {
+			return fmt.Errorf("usage: rangefilter [on|off|BITS], BITS from %d to %d", rangefilter.MinBitsPerKey, rangefilter.MaxBitsPerKey)
+		}
+		opts.RangeFilter = &rangefilter.Options{BitsPerKey: bits}
+	}
+	if err := sh.reopen(opts); err != nil {
+		return err
+	}
+	fmt.Fprintf(sh.out, "closed and reopened %s: tables written from now on (flushes, compactions) get %s; existing tables keep theirs\n",
+		sh.dir, describeRangeFilter(opts.RangeFilter))
+	return nil
+}
+
+// describeRangeFilter says whether new tables get a range filter.
+func describeRangeFilter(o *rangefilter.Options) string {
+	if o == nil {
+		return "no range filter"
+	}
+	return fmt.Sprintf("range filters of %d bits/key", o.BitsPerKey)
 }
 
 func count(b bool) int {
