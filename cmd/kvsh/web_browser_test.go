@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,6 +87,7 @@ type drawnScanStep struct {
 	Files         int    `json:"files"`
 	Entries       int    `json:"entries"`
 	PrefixChecked bool   `json:"prefixChecked"`
+	Outcome       string `json:"outcome"`
 	Disk          int    `json:"disk"`
 	Cache         int    `json:"cache"`
 	DotMark       string `json:"dotMark"`
@@ -95,10 +97,11 @@ type drawnScanStep struct {
 
 // drawnScan is what the page drew for a scan.
 type drawnScan struct {
-	Steps []drawnScanStep `json:"steps"`
-	Dots  int             `json:"dots"`
-	Keys  int             `json:"keys"`
-	Band  bool            `json:"band"`
+	Steps  []drawnScanStep `json:"steps"`
+	Dots   int             `json:"dots"`
+	Keys   int             `json:"keys"`
+	Result string          `json:"result"`
+	Band   bool            `json:"band"`
 }
 
 const drawnScanJS = `(() => {
@@ -111,6 +114,7 @@ const drawnScanJS = `(() => {
 			files: +li.dataset.files,
 			entries: +li.dataset.entries,
 			prefixChecked: li.dataset.prefixChecked === 'true',
+			outcome: li.querySelector('.outcome').textContent,
 			disk: +li.dataset.blocksDisk,
 			cache: +li.dataset.blocksCache,
 			dotMark: dots[i] ? dots[i].dataset.mark : '',
@@ -119,9 +123,26 @@ const drawnScanJS = `(() => {
 		})),
 		dots: dots.length,
 		keys: +document.querySelector('#scan-result').dataset.keys,
+		result: document.querySelector('#scan-result').textContent,
 		band: document.querySelector('#tree #scan-band') !== null,
 	};
 })()`
+
+// scanOutcome is what the page should say a scan did with step s, as
+// explain scan says it.
+func scanOutcome(s drawnScanStep) string {
+	if s.Reason != shale.ScanRead.String() {
+		return s.Reason + "; skipped, no I/O"
+	}
+	out := "read: " + plural(s.Entries, "entry")
+	if s.PrefixChecked {
+		out = "prefix filter: maybe; " + out
+	}
+	if s.File != 0 {
+		out += fmt.Sprintf("; blocks: %d from disk, %d from cache", s.Disk, s.Cache)
+	}
+	return out
+}
 
 // scanReasonClasses are the page's styles of the reasons it knows.
 var scanReasonClasses = map[string]string{
@@ -241,7 +262,12 @@ func TestWebBrowser(t *testing.T) {
 		if len(want.Prefix) > 0 {
 			got.Prefix = shale.FormatKey(want.Prefix)
 		}
+		disk, cached := 0, 0
 		for i, s := range drawn.Steps {
+			disk, cached = disk+s.Disk, cached+s.Cache
+			if s.Outcome != scanOutcome(s) {
+				t.Errorf("scan %+v, step %d: says %q, want %q", q, i+1, s.Outcome, scanOutcome(s))
+			}
 			if s.DotMark != s.Reason || s.DotSource != s.Source || s.DotClasses != "trace-point "+scanReasonClasses[s.Reason] {
 				t.Errorf("scan %+v, step %d: listed as %s (%s), drawn as %s (%s, class %q)", q, i+1, s.Source, s.Reason, s.DotSource, s.DotMark, s.DotClasses)
 			}
@@ -258,6 +284,10 @@ func TestWebBrowser(t *testing.T) {
 		}
 		checkScan(t, q, got, want)
 		kinds.add(got)
+		total := fmt.Sprintf("=> %s; %s from disk, %d from cache", plural(want.Keys, "key"), plural(disk, "block"), cached)
+		if !strings.HasSuffix(drawn.Result, total) {
+			t.Errorf("scan %+v: the result says %q, want it to end %q", q, drawn.Result, total)
+		}
 	}
 	kinds.check(t)
 	// A reason the page does not know (one a later ScanReason adds) is

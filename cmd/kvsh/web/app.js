@@ -177,14 +177,14 @@ function pathPoint(s) {
   return [x, rowTop(s.level) + ROW_H / 2];
 }
 
-// scanPoint is where step s of the scan is drawn: on its table, else in the
-// row of its memtable or level, in the middle of the scan's key range.
+// scanPoint is where step s of the scan is drawn: on its table; for a
+// memtable, in its lane in the middle of the scan's key range; for a
+// level's tables outside the range, left of the level's row.
 function scanPoint(s) {
-  const x = keyX((scan.x0 + scan.x1) / 2);
-  if (s.level < 0) return [x, memLaneY(s.source)];
+  if (s.level < 0) return [keyX((scan.x0 + scan.x1) / 2), memLaneY(s.source)];
   const r = tableRect(s.fileNum);
   if (r) return [+r.getAttribute("x") + +r.getAttribute("width") / 2, +r.getAttribute("y") + +r.getAttribute("height") / 2];
-  return [x, rowTop(s.level) + ROW_H / 2];
+  return [PLOT_X - 12, rowTop(s.level) + ROW_H / 2];
 }
 
 const markClass = {
