@@ -304,10 +304,10 @@ func (q scanQuery) values() url.Values {
 
 // scanQueries are scans that take each kind of step: a bounded scan, which
 // reads the tables whose range meets its bounds and folds each level's
-// others into one step; a scan of a prefix that some keys have, and of one
-// that none has, whose tables' prefix filters are consulted and say
-// "definitely not" for some; and a scan of a prefix shorter than the
-// extractor's, whose prefix filters cannot be consulted.
+// others into one step; a scan of a prefix shorter than the extractor's,
+// whose prefix filters cannot be consulted; and a scan of a prefix that
+// some keys have, and of one that none has, whose tables' prefix filters
+// are consulted and say "definitely not" for some.
 func scanQueries(t *testing.T, sh *shell) []scanQuery {
 	t.Helper()
 	bottom := sh.db.Tables()[shale.NumLevels-1]
@@ -327,7 +327,7 @@ func scanQueries(t *testing.T, sh *shell) []scanQuery {
 	if absent == "" {
 		t.Fatal("every prefix from key50000 to key50999 has keys")
 	}
-	return []scanQuery{{"key2", "key3", ""}, {"", "", present}, {"a", "z", absent}, {"key1", "key2", "key1"}}
+	return []scanQuery{{"key2", "key3", ""}, {"key1", "key2", "key1"}, {"", "", present}, {"a", "z", absent}}
 }
 
 // checkScan checks a scan's steps, as the view has them, against
