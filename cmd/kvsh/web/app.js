@@ -197,8 +197,8 @@ const markClass = {
   "miss": "m-miss",
 };
 
-// scanReasonClass is the style of a scan step's reason (ScanReason's
-// String); a reason this page does not know gets a neutral one.
+// scanReasonClasses style the reasons of scan steps (ScanReason's String)
+// that this page knows; scanReasonClass gives any other a neutral style.
 const scanReasonClasses = {
   "read": "m-read",
   "key range: outside the scan": "m-outside",
