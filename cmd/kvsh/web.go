@@ -3,7 +3,8 @@ package main
 // The web command: a live, read-only view of the shell's store in a
 // browser. The page (web/index.html, web/app.js, web/style.css, embedded in
 // the binary) polls /api/state about once a second and draws the tree from
-// it; its lookup box asks /api/get for the trace of one lookup. Every
+// it; its lookup box asks /api/get for the trace of one lookup, its scan
+// box /api/scan for the trace of one bounded scan. Every
 // handler only reads: the server answers GET (and HEAD) alone, and no
 // handler calls a method of the store that writes.
 
@@ -18,6 +19,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -181,6 +183,22 @@ func webHandler(sh *shell, page webPageData) http.Handler {
 			return nil
 		})
 		writeJSON(w, tr, err)
+	})
+	mux.HandleFunc("GET /api/scan", func(w http.ResponseWriter, r *http.Request) {
+		var sc webScan
+		err := sh.readStore(func(db *shale.DB, _ string) error {
+			opts, err := parseWebScan(r.URL.Query())
+			if err != nil {
+				return err
+			}
+			t, err := db.TraceScan(opts)
+			if err != nil {
+				return err
+			}
+			sc = buildScan(t, storeKeySpace(db.Tables()))
+			return nil
+		})
+		writeJSON(w, sc, err)
 	})
 	return mux
 }
@@ -432,15 +450,98 @@ func buildTrace(t *shale.LookupTrace, ks keySpace) webTrace {
 			BlocksFromDisk: s.BlocksFromDisk, BlocksFromCache: s.BlocksFromCache,
 		}
 		if s.FileNum != 0 && !s.RowCacheHit {
-			end := "]"
-			if s.LargestExclusive {
-				end = ")"
-			}
-			ws.Range = fmt.Sprintf("[%s .. %s%s", shale.FormatKey(s.Smallest), shale.FormatKey(s.Largest), end)
+			ws.Range = tableRange(s.Smallest, s.Largest, s.LargestExclusive)
 		}
 		tr.Steps = append(tr.Steps, ws)
 	}
 	return tr
+}
+
+// tableRange renders a table's key range as explain does: "[a .. z]", or
+// "[a .. z)" when its largest key is exclusive.
+func tableRange(smallest, largest []byte, largestExclusive bool) string {
+	end := "]"
+	if largestExclusive {
+		end = ")"
+	}
+	return fmt.Sprintf("[%s .. %s%s", shale.FormatKey(smallest), shale.FormatKey(largest), end)
+}
+
+// parseWebScan reads the scan box's FROM, TO and PREFIX (query parameters
+// from, to and prefix) as the IterOptions of the scan: each a key in the
+// shell's syntax, as for the lookup box; an empty FROM or TO is unbounded,
+// an empty PREFIX is none.
+func parseWebScan(q url.Values) (*shale.IterOptions, error) {
+	var keys [3][]byte
+	for i, name := range []string{"from", "to", "prefix"} {
+		v := q.Get(name)
+		if strings.TrimSpace(v) == "" {
+			continue
+		}
+		k, err := parseWebKey(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		keys[i] = k
+	}
+	return &shale.IterOptions{LowerBound: keys[0], UpperBound: keys[1], Prefix: keys[2]}, nil
+}
+
+// webScan is what /api/scan answers: ScanTrace, step by step, with the keys
+// rendered for people.
+type webScan struct {
+	// Lower and Upper are the scan's bounds, intersected with Prefix's
+	// keys; "" is unbounded (FormatKey renders the empty key as "").
+	Lower         string `json:"lower,omitempty"`
+	Upper         string `json:"upper,omitempty"`
+	Prefix        string `json:"prefix,omitempty"`
+	Extractor     string `json:"extractor,omitempty"`
+	PrefixFilters bool   `json:"prefixFilters"`
+	// X0 and X1 place the bounds in the store's key space (0 and 1 when
+	// unbounded).
+	X0    float64       `json:"x0"`
+	X1    float64       `json:"x1"`
+	Keys  int           `json:"keys"` // the keys the scan returned
+	Steps []webScanStep `json:"steps"`
+}
+
+// webScanStep is one ScanStep. Reason is the ScanReason's String: the page
+// shows whatever reason the server sends, so a new one needs no change here.
+type webScanStep struct {
+	Source          string `json:"source"`
+	Level           int    `json:"level"`   // -1: a memtable
+	FileNum         uint64 `json:"fileNum"` // 0: a memtable, or a level's tables outside the bounds
+	Range           string `json:"range,omitempty"`
+	Files           int    `json:"files,omitempty"` // the tables of a level step
+	Reason          string `json:"reason"`
+	PrefixChecked   bool   `json:"prefixChecked"`
+	Entries         int    `json:"entries"`
+	BlocksFromDisk  int    `json:"blocksFromDisk"`
+	BlocksFromCache int    `json:"blocksFromCache"`
+}
+
+func buildScan(t *shale.ScanTrace, ks keySpace) webScan {
+	sc := webScan{Extractor: t.Extractor, PrefixFilters: t.PrefixFilters, X1: 1, Keys: t.Keys, Steps: []webScanStep{}}
+	if t.LowerBound != nil {
+		sc.Lower, sc.X0 = shale.FormatKey(t.LowerBound), ks.pos(t.LowerBound)
+	}
+	if t.UpperBound != nil {
+		sc.Upper, sc.X1 = shale.FormatKey(t.UpperBound), ks.pos(t.UpperBound)
+	}
+	if len(t.Prefix) > 0 {
+		sc.Prefix = shale.FormatKey(t.Prefix)
+	}
+	for _, s := range t.Steps {
+		ws := webScanStep{
+			Source: s.Source, Level: s.Level, FileNum: s.FileNum, Files: s.Files, Reason: s.Reason.String(),
+			PrefixChecked: s.PrefixChecked, Entries: s.Entries, BlocksFromDisk: s.BlocksFromDisk, BlocksFromCache: s.BlocksFromCache,
+		}
+		if s.FileNum != 0 {
+			ws.Range = tableRange(s.Smallest, s.Largest, s.LargestExclusive)
+		}
+		sc.Steps = append(sc.Steps, ws)
+	}
+	return sc
 }
 
 // maxWebEvents is how many recent events the view keeps.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,9 +78,82 @@ const drawnStepsJS = `(() => {
 	}));
 })()`
 
+// drawnScanStep is what the page drew for one step of a scan: its line in
+// the list and its dot on the tree.
+type drawnScanStep struct {
+	Source        string `json:"source"`
+	Reason        string `json:"reason"`
+	File          uint64 `json:"file"`
+	Files         int    `json:"files"`
+	Entries       int    `json:"entries"`
+	PrefixChecked bool   `json:"prefixChecked"`
+	Outcome       string `json:"outcome"`
+	Disk          int    `json:"disk"`
+	Cache         int    `json:"cache"`
+	DotMark       string `json:"dotMark"`
+	DotSource     string `json:"dotSource"`
+	DotClasses    string `json:"dotClasses"`
+}
+
+// drawnScan is what the page drew for a scan.
+type drawnScan struct {
+	Steps  []drawnScanStep `json:"steps"`
+	Dots   int             `json:"dots"`
+	Keys   int             `json:"keys"`
+	Result string          `json:"result"`
+	Band   bool            `json:"band"`
+}
+
+const drawnScanJS = `(() => {
+	const dots = Array.from(document.querySelectorAll('#scan-overlay .trace-point'));
+	return {
+		steps: Array.from(document.querySelectorAll('#scan-path li.step')).map((li, i) => ({
+			source: li.dataset.source,
+			reason: li.dataset.mark,
+			file: +li.dataset.file,
+			files: +li.dataset.files,
+			entries: +li.dataset.entries,
+			prefixChecked: li.dataset.prefixChecked === 'true',
+			outcome: li.querySelector('.outcome').textContent,
+			disk: +li.dataset.blocksDisk,
+			cache: +li.dataset.blocksCache,
+			dotMark: dots[i] ? dots[i].dataset.mark : '',
+			dotSource: dots[i] ? dots[i].dataset.source : '',
+			dotClasses: dots[i] ? dots[i].getAttribute('class') : '',
+		})),
+		dots: dots.length,
+		keys: +document.querySelector('#scan-result').dataset.keys,
+		result: document.querySelector('#scan-result').textContent,
+		band: document.querySelector('#tree #scan-band') !== null,
+	};
+})()`
+
+// scanOutcome is what the page should say a scan did with step s, as
+// explain scan says it.
+func scanOutcome(s drawnScanStep) string {
+	if s.Reason != shale.ScanRead.String() {
+		return s.Reason + "; skipped, no I/O"
+	}
+	out := "read: " + plural(s.Entries, "entry")
+	if s.PrefixChecked {
+		out = "prefix filter: maybe; " + out
+	}
+	if s.File != 0 {
+		out += fmt.Sprintf("; blocks: %d from disk, %d from cache", s.Disk, s.Cache)
+	}
+	return out
+}
+
+// scanReasonClasses are the page's styles of the reasons it knows.
+var scanReasonClasses = map[string]string{
+	shale.ScanRead.String():         "m-read",
+	shale.ScanKeyRange.String():     "m-outside",
+	shale.ScanPrefixFilter.String(): "m-filterno",
+}
+
 // TestWebBrowser loads the view in a real headless Chromium: it checks that
-// every level and table is drawn, that the lookup box draws TraceGet's path
-// step by step, and saves a screenshot. Without a browser it skips, unless
+// every level and table is drawn, that the scan box draws TraceScan's path
+// and the lookup box TraceGet's, step by step, and saves a screenshot. Without a browser it skips, unless
 // the CI environment variable is set: then it fails.
 func TestWebBrowser(t *testing.T) {
 	chromium := findChromium()
@@ -143,6 +217,84 @@ func TestWebBrowser(t *testing.T) {
 		if level > 0 && !slices.IsSortedFunc(d.Xs, func(a, b string) int { return cmpFloat(t, a, b) }) {
 			t.Errorf("L%d: tables drawn at x %v, not in key order", level, d.Xs)
 		}
+	}
+
+	// The scan box: each scan's drawn path against TraceScan's.
+	kinds := scanKinds{}
+	for _, q := range scanQueries(t, sh) {
+		// The fields are emptied, then typed into (SetValue cannot set an
+		// empty value, and Clear empties only the value attribute).
+		clear := `for (const id of ['scan-from', 'scan-to', 'scan-prefix']) document.getElementById(id).value = ''; true`
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](clear)); err != nil {
+			t.Fatal(err)
+		}
+		var typing []chromedp.Action[chromedp.Void]
+		for _, f := range []struct{ id, text string }{{"#scan-from", q.from}, {"#scan-to", q.to}, {"#scan-prefix", q.prefix}} {
+			if f.text != "" {
+				typing = append(typing, chromedp.SendKeys(chromedp.CSS(f.id), f.text))
+			}
+		}
+		err := chromedp.Do(ctx, append(typing,
+			chromedp.Click(chromedp.CSS(`#scan-button`)),
+			chromedp.WaitReady(chromedp.CSS(fmt.Sprintf(`#scan-path[data-from=%q][data-to=%q][data-prefix=%q]`, q.from, q.to, q.prefix))),
+		)...)
+		if err != nil {
+			t.Fatalf("scanning %+v: %v", q, err)
+		}
+		drawn, err := chromedp.Run(ctx, chromedp.Evaluate[drawnScan](drawnScanJS))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := sh.db.TraceScan(q.options())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if drawn.Keys != want.Keys || drawn.Dots != len(drawn.Steps) || !drawn.Band {
+			t.Errorf("scan %+v: %d keys, %d dots for %d steps, band %v; want %d keys", q, drawn.Keys, drawn.Dots, len(drawn.Steps), drawn.Band, want.Keys)
+		}
+		got := webScan{Keys: want.Keys, Extractor: want.Extractor, PrefixFilters: want.PrefixFilters, X1: 1}
+		if want.LowerBound != nil {
+			got.Lower = shale.FormatKey(want.LowerBound)
+		}
+		if want.UpperBound != nil {
+			got.Upper = shale.FormatKey(want.UpperBound)
+		}
+		if len(want.Prefix) > 0 {
+			got.Prefix = shale.FormatKey(want.Prefix)
+		}
+		disk, cached := 0, 0
+		for i, s := range drawn.Steps {
+			disk, cached = disk+s.Disk, cached+s.Cache
+			if s.Outcome != scanOutcome(s) {
+				t.Errorf("scan %+v, step %d: says %q, want %q", q, i+1, s.Outcome, scanOutcome(s))
+			}
+			if s.DotMark != s.Reason || s.DotSource != s.Source || s.DotClasses != "trace-point "+scanReasonClasses[s.Reason] {
+				t.Errorf("scan %+v, step %d: listed as %s (%s), drawn as %s (%s, class %q)", q, i+1, s.Source, s.Reason, s.DotSource, s.DotMark, s.DotClasses)
+			}
+			step := webScanStep{Source: s.Source, FileNum: s.File, Files: s.Files, Reason: s.Reason, PrefixChecked: s.PrefixChecked,
+				Entries: s.Entries, BlocksFromDisk: s.Disk, BlocksFromCache: s.Cache}
+			if i < len(want.Steps) { // the level and range are not drawn as text; checkScan compares the rest
+				w := want.Steps[i]
+				step.Level = w.Level
+				if w.FileNum != 0 {
+					step.Range = tableRange(w.Smallest, w.Largest, w.LargestExclusive)
+				}
+			}
+			got.Steps = append(got.Steps, step)
+		}
+		checkScan(t, q, got, want)
+		kinds.add(got)
+		total := fmt.Sprintf("=> %s; %s from disk, %d from cache", plural(want.Keys, "key"), plural(disk, "block"), cached)
+		if !strings.HasSuffix(drawn.Result, total) {
+			t.Errorf("scan %+v: the result says %q, want it to end %q", q, drawn.Result, total)
+		}
+	}
+	kinds.check(t)
+	// A reason the page does not know (one a later ScanReason adds) is
+	// shown in a neutral style.
+	neutral, err := chromedp.Run(ctx, chromedp.Evaluate[string](`scanReasonClass("a reason added later")`))
+	if err != nil || neutral != "m-other" {
+		t.Errorf("an unknown reason gets class %q (%v), want m-other", neutral, err)
 	}
 
 	// The lookup box: each key's drawn path against TraceGet's. The key

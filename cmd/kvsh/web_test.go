@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -18,14 +19,19 @@ import (
 	"github.com/shale-db/shale"
 )
 
-// multiLevelStore writes a store with tables in several levels and returns
-// its directory. It is the same store every run: each round of writes is
-// flushed and its compactions settle before the next round starts, so the
-// compaction picker sees the same sequence of versions; the memtable is
-// large enough that only the explicit flushes flush it.
+// webTestPrefix is the test store's prefix extractor: a key's first 8
+// bytes, "key" and 5 of its 6 digits, a prefix of 10 possible keys.
+var webTestPrefix = shale.FixedPrefix(8)
+
+// multiLevelStore writes a store with tables in several levels, and
+// prefix filters of webTestPrefix, and returns its directory. It is the
+// same store every run: each round of writes is flushed and its
+// compactions settle before the next round starts, so the compaction
+// picker sees the same sequence of versions; the memtable is large enough
+// that only the explicit flushes flush it.
 func multiLevelStore(t testing.TB) string {
 	dir := filepath.Join(t.TempDir(), "store")
-	db, err := shale.Open(dir, &shale.Options{MemTableSize: 64 << 20, LBaseMaxBytes: 32 << 10, TargetFileSize: 32 << 10})
+	db, err := shale.Open(dir, &shale.Options{MemTableSize: 64 << 20, LBaseMaxBytes: 32 << 10, TargetFileSize: 32 << 10, Prefix: webTestPrefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,11 +80,11 @@ func settle(t testing.TB, db *shale.DB) {
 }
 
 // webTestShell opens a shell on a multi-level store with automatic
-// compactions off, and adds two L0 tables, so that the tree keeps its
-// shape while the test looks at it.
+// compactions off (and its prefix extractor), and adds two L0 tables, so
+// that the tree keeps its shape while the test looks at it.
 func webTestShell(t testing.TB) (*shell, *bytes.Buffer) {
 	var out bytes.Buffer
-	sh, err := newShellWith(&out, multiLevelStore(t), false, shale.Options{DisableAutomaticCompactions: true})
+	sh, err := newShellWith(&out, multiLevelStore(t), false, shale.Options{DisableAutomaticCompactions: true, Prefix: webTestPrefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +252,7 @@ func TestWebAPI(t *testing.T) {
 	if code := getJSON(t, srv.URL+`/api/get?key="a`, &e); code != http.StatusBadRequest || e["error"] == "" {
 		t.Errorf("a malformed key: status %d, %v", code, e)
 	}
-	for _, path := range []string{"/", "/api/state", "/api/get?key=a", "/static/app.js"} {
+	for _, path := range []string{"/", "/api/state", "/api/get?key=a", "/api/scan?from=a&to=b", "/static/app.js"} {
 		res, err := http.Post(srv.URL+path, "text/plain", strings.NewReader("x"))
 		if err != nil {
 			t.Fatal(err)
@@ -274,6 +280,162 @@ func TestWebAPI(t *testing.T) {
 	}
 	if code := getJSON(t, srv.URL+"/api/state", &e); code != http.StatusServiceUnavailable || e["error"] != errNoStore.Error() {
 		t.Errorf("with no store: status %d, %v", code, e)
+	}
+}
+
+// scanQuery is what the scan box sends: FROM, TO and PREFIX as typed.
+type scanQuery struct{ from, to, prefix string }
+
+// options are the IterOptions the query asks for: an empty field is
+// unbounded, or no prefix.
+func (q scanQuery) options() *shale.IterOptions {
+	key := func(s string) []byte {
+		if s == "" {
+			return nil
+		}
+		return []byte(s)
+	}
+	return &shale.IterOptions{LowerBound: key(q.from), UpperBound: key(q.to), Prefix: key(q.prefix)}
+}
+
+func (q scanQuery) values() url.Values {
+	return url.Values{"from": {q.from}, "to": {q.to}, "prefix": {q.prefix}}
+}
+
+// scanQueries are scans that take each kind of step: a bounded scan, which
+// reads the tables whose range meets its bounds and folds each level's
+// others into one step; a scan of a prefix shorter than the extractor's,
+// whose prefix filters cannot be consulted; and a scan of a prefix that
+// some keys have, and of one that none has, whose tables' prefix filters
+// are consulted and say "definitely not" for some.
+func scanQueries(t *testing.T, sh *shell) []scanQuery {
+	t.Helper()
+	bottom := sh.db.Tables()[shale.NumLevels-1]
+	present := string(bottom[len(bottom)/2].Smallest[:8])
+	absent := ""
+	for i := range 1000 {
+		p := fmt.Sprintf("key%05d", 50000+i)
+		tr, err := sh.db.TraceScan(&shale.IterOptions{Prefix: []byte(p)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.Keys == 0 {
+			absent = p
+			break
+		}
+	}
+	if absent == "" {
+		t.Fatal("every prefix from key50000 to key50999 has keys")
+	}
+	return []scanQuery{{"key2", "key3", ""}, {"key1", "key2", "key1"}, {"", "", present}, {"a", "z", absent}}
+}
+
+// checkScan checks a scan's steps, as the view has them, against
+// TraceScan's, step by step. Blocks are compared as a total: a second scan
+// reads from the block cache what the first read from disk.
+func checkScan(t *testing.T, q scanQuery, got webScan, want *shale.ScanTrace) {
+	t.Helper()
+	bound := func(k []byte) string {
+		if k == nil {
+			return ""
+		}
+		return shale.FormatKey(k)
+	}
+	if got.Keys != want.Keys || got.Lower != bound(want.LowerBound) || got.Upper != bound(want.UpperBound) ||
+		got.Prefix != bound(want.Prefix) || got.Extractor != want.Extractor || got.PrefixFilters != want.PrefixFilters {
+		t.Errorf("scan %+v: %d keys, [%s, %s) prefix %s (%s, %v); want:\n%s", q, got.Keys, got.Lower, got.Upper,
+			got.Prefix, got.Extractor, got.PrefixFilters, want)
+	}
+	if got.X0 < 0 || got.X0 > got.X1 || got.X1 > 1 {
+		t.Errorf("scan %+v: drawn over [%g, %g] of the key space", q, got.X0, got.X1)
+	}
+	if len(got.Steps) != len(want.Steps) {
+		t.Fatalf("scan %+v: %d steps, want %d:\n%s", q, len(got.Steps), len(want.Steps), want)
+	}
+	for i, g := range got.Steps {
+		w := want.Steps[i]
+		wantRange := ""
+		if w.FileNum != 0 {
+			end := map[bool]string{false: "]", true: ")"}[w.LargestExclusive]
+			wantRange = "[" + shale.FormatKey(w.Smallest) + " .. " + shale.FormatKey(w.Largest) + end
+		}
+		if g.Source != w.Source || g.Level != w.Level || g.FileNum != w.FileNum || g.Files != w.Files || g.Range != wantRange ||
+			g.Reason != w.Reason.String() || g.PrefixChecked != w.PrefixChecked || g.Entries != w.Entries ||
+			g.BlocksFromDisk+g.BlocksFromCache != w.BlocksFromDisk+w.BlocksFromCache {
+			t.Errorf("scan %+v, step %d: %+v, want %+v:\n%s", q, i+1, g, w, want)
+		}
+	}
+}
+
+// scanKinds records which kinds of step some scan took, to check that the
+// scans took every kind.
+type scanKinds map[string]bool
+
+func (k scanKinds) add(sc webScan) {
+	k[fmt.Sprintf("prefix filters consulted: %v", sc.PrefixFilters)] = true
+	for _, s := range sc.Steps {
+		k[s.Reason] = true
+		if s.Files > 0 {
+			k["a level's tables outside the range"] = true
+		}
+		if s.PrefixChecked && s.Reason == shale.ScanRead.String() {
+			k["prefix filter: maybe; read"] = true
+		}
+	}
+}
+
+func (k scanKinds) check(t *testing.T) {
+	t.Helper()
+	for _, want := range []string{shale.ScanRead.String(), shale.ScanKeyRange.String(), shale.ScanPrefixFilter.String(),
+		"a level's tables outside the range", "prefix filter: maybe; read", "prefix filters consulted: true", "prefix filters consulted: false"} {
+		if !k[want] {
+			t.Errorf("no scan took a step of kind %q", want)
+		}
+	}
+}
+
+// TestWebScan checks /api/scan against TraceScan, on a store with prefix
+// filters.
+func TestWebScan(t *testing.T) {
+	sh, _ := webTestShell(t)
+	srv := httptest.NewServer(webHandler(sh, webPageData{Addr: "test", Loopback: true}))
+	defer srv.Close()
+
+	kinds := scanKinds{}
+	for _, q := range append(scanQueries(t, sh), scanQuery{}) {
+		var sc webScan
+		if code := getJSON(t, srv.URL+"/api/scan?"+q.values().Encode(), &sc); code != http.StatusOK {
+			t.Fatalf("scan %+v: status %d", q, code)
+		}
+		want, err := sh.db.TraceScan(q.options())
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkScan(t, q, sc, want)
+		kinds.add(sc)
+	}
+	kinds.check(t)
+
+	// Without parameters: the whole key space, every key.
+	var all webScan
+	getJSON(t, srv.URL+"/api/scan", &all)
+	every, err := sh.db.TraceScan(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all.Lower != "" || all.Upper != "" || all.X0 != 0 || all.X1 != 1 || all.Keys != every.Keys || every.Keys < 19000 {
+		t.Errorf("scan unbounded: [%q, %q) over [%g, %g], %d keys; want %d", all.Lower, all.Upper, all.X0, all.X1, all.Keys, every.Keys)
+	}
+	// Quoted keys read as the shell reads them: "" is the empty key, a
+	// bound, not an unbounded end.
+	var quoted webScan
+	getJSON(t, srv.URL+"/api/scan?"+url.Values{"from": {`""`}, "to": {`"key2 "`}}.Encode(), &quoted)
+	if quoted.Lower != `""` || quoted.Upper != `"key2 "` {
+		t.Errorf(`scan ["", "key2 "): bounds %q, %q`, quoted.Lower, quoted.Upper)
+	}
+	var e map[string]string
+	if code := getJSON(t, srv.URL+`/api/scan?to="a`, &e); code != http.StatusBadRequest || !strings.HasPrefix(e["error"], "to: ") {
+		t.Errorf("a malformed bound: status %d, %v", code, e)
 	}
 }
 

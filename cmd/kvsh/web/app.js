@@ -1,5 +1,7 @@
 // The live view of a shale store: polls /api/state and draws the tree in
-// SVG; the lookup box asks /api/get for a lookup's trace and draws its path.
+// SVG; the lookup box asks /api/get for a lookup's trace, the scan box
+// /api/scan for a bounded scan's, and the tree shows the path of the last
+// one asked.
 // Plain JavaScript, no libraries: the page must work with no network.
 "use strict";
 
@@ -17,6 +19,8 @@ const MIN_H = 6;
 
 let state = null;        // the last /api/state answer
 let trace = null;        // the last /api/get answer
+let scan = null;         // the last /api/scan answer
+let shown = "";          // whose path the tree shows: "get", "scan" or ""
 let selected = 0;        // the clicked table's file number, 0 for none
 let lastEventSeq = 0;    // the newest event drawn so far
 
@@ -54,7 +58,7 @@ function rowTop(level) { return MEM_H + ROW_GAP + level * (ROW_H + ROW_GAP); }
 function keyX(x) { return PLOT_X + x * PLOT_W; }
 
 // drawTree redraws the SVG from state: the memtables, then each level's
-// label and tables, then the lookup's path over them.
+// label and tables, then the path of the last lookup or scan over them.
 function drawTree() {
   const svg = $("tree");
   svg.replaceChildren();
@@ -108,7 +112,8 @@ function drawTree() {
     });
     svg.append(g);
   }
-  drawPath(svg);
+  if (shown === "get") drawPath(svg);
+  if (shown === "scan") drawScanPath(svg);
 }
 
 // findTable returns the table with file number n and its level, or null.
@@ -146,23 +151,40 @@ function showTable(t, level) {
   box.replaceChildren(table);
 }
 
-// pathPoint is where step s of the trace is drawn: at the key's position,
+// memLaneY is the middle of the lane of the memtable a step names
+// ("memtable", "immutable memtable 2").
+function memLaneY(source) {
+  const mems = 1 + state.metrics.ImmutableTables;
+  const n = source === "memtable" ? 0 : Math.min(parseInt(source.split(" ").pop(), 10) || 0, mems - 1);
+  const laneH = (MEM_H - 4) / mems;
+  return 2 + n * laneH + laneH / 2;
+}
+
+// tableRect is the drawn rect of table n, or null.
+function tableRect(n) {
+  return n ? document.querySelector(`#tree rect.table[data-file="${n}"]`) : null;
+}
+
+// pathPoint is where step s of the lookup is drawn: at the key's position,
 // in the lane of its table (a table whose range holds the key is under the
 // dot; one whose range does not lies beside it), else in the row of its
 // memtable or level.
-function pathPoint(s, i) {
-  if (s.level < 0) {
-    const mems = 1 + state.metrics.ImmutableTables;
-    const n = s.source === "memtable" ? 0 : Math.min(parseInt(s.source.split(" ").pop(), 10) || 0, mems - 1);
-    const laneH = (MEM_H - 4) / mems;
-    return [keyX(trace.x), 2 + n * laneH + laneH / 2];
-  }
-  const r = s.fileNum ? document.querySelector(`#tree rect.table[data-file="${s.fileNum}"]`) : null;
-  if (r) {
-    const y = +r.getAttribute("y") + +r.getAttribute("height") / 2 + (s.source.endsWith("row cache") ? 8 : 0);
-    return [keyX(trace.x), y];
-  }
-  return [keyX(trace.x), rowTop(s.level) + ROW_H / 2];
+function pathPoint(s) {
+  const x = keyX(trace.x);
+  if (s.level < 0) return [x, memLaneY(s.source)];
+  const r = tableRect(s.fileNum);
+  if (r) return [x, +r.getAttribute("y") + +r.getAttribute("height") / 2 + (s.source.endsWith("row cache") ? 8 : 0)];
+  return [x, rowTop(s.level) + ROW_H / 2];
+}
+
+// scanPoint is where step s of the scan is drawn: on its table; for a
+// memtable, in its lane in the middle of the scan's key range; for a
+// level's tables outside the range, left of the level's row.
+function scanPoint(s) {
+  if (s.level < 0) return [keyX((scan.x0 + scan.x1) / 2), memLaneY(s.source)];
+  const r = tableRect(s.fileNum);
+  if (r) return [+r.getAttribute("x") + +r.getAttribute("width") / 2, +r.getAttribute("y") + +r.getAttribute("height") / 2];
+  return [PLOT_X - 12, rowTop(s.level) + ROW_H / 2];
 }
 
 const markClass = {
@@ -175,24 +197,50 @@ const markClass = {
   "miss": "m-miss",
 };
 
-// drawPath draws the last lookup's path over the tree: a line through its
-// steps in order, and a numbered dot per step in the colour of its mark.
-function drawPath(svg) {
-  if (!trace) return;
-  const g = el("g", { id: "trace-overlay" });
-  const points = trace.steps.map(pathPoint);
+// scanReasonClasses style the reasons of scan steps (ScanReason's String)
+// that this page knows; scanReasonClass gives any other a neutral style.
+const scanReasonClasses = {
+  "read": "m-read",
+  "key range: outside the scan": "m-outside",
+  "prefix filter: definitely not": "m-filterno",
+};
+function scanReasonClass(reason) {
+  return scanReasonClasses[reason] || "m-other";
+}
+
+// drawOverlay draws a path over the tree in a group with id: a line through
+// points in order, and a numbered dot per point, dots[i] giving its class,
+// mark, source and title.
+function drawOverlay(svg, id, points, dots) {
+  const g = el("g", { id: id });
   if (points.length > 1) {
     g.append(el("polyline", { points: points.map((p) => p.join(",")).join(" "), class: "trace-line" }));
   }
-  trace.steps.forEach((s, i) => {
+  dots.forEach((d, i) => {
     const [x, y] = points[i];
-    const dot = el("g", { class: "trace-point " + markClass[s.mark], "data-step": i + 1, "data-mark": s.mark, "data-source": s.source });
+    const dot = el("g", { class: "trace-point " + d.cls, "data-step": i + 1, "data-mark": d.mark, "data-source": d.source });
     dot.append(el("circle", { cx: x, cy: y, r: 7 }));
     dot.append(el("text", { x: x, y: y + 4, "text-anchor": "middle" }, `${i + 1}`));
-    dot.append(el("title", {}, `${i + 1}. ${s.source}: ${s.outcome}`));
+    dot.append(el("title", {}, `${i + 1}. ${d.source}: ${d.title}`));
     g.append(dot);
   });
   svg.append(g);
+}
+
+// drawPath draws the last lookup's path over the tree, each dot in the
+// colour of its step's mark.
+function drawPath(svg) {
+  drawOverlay(svg, "trace-overlay", trace.steps.map(pathPoint),
+    trace.steps.map((s) => ({ cls: markClass[s.mark], mark: s.mark, source: s.source, title: s.outcome })));
+}
+
+// drawScanPath draws the last scan over the tree: a band over its key
+// range, and its path, each dot in the colour of its step's reason.
+function drawScanPath(svg) {
+  const x0 = keyX(scan.x0);
+  svg.append(el("rect", { id: "scan-band", x: x0, y: 0, width: Math.max(keyX(scan.x1) - x0, 2), height: rowTop(LEVELS) }));
+  drawOverlay(svg, "scan-overlay", scan.steps.map(scanPoint),
+    scan.steps.map((s) => ({ cls: scanReasonClass(s.reason), mark: s.reason, source: s.source, title: scanOutcome(s) })));
 }
 
 // drawSteps lists the trace's steps beside the tree.
@@ -228,10 +276,69 @@ async function lookup(ev) {
     const body = await res.json();
     if (!res.ok) throw new Error(body.error || res.statusText);
     trace = body;
+    shown = "get";
     drawSteps();
     if (state) drawTree();
   } catch (err) {
     $("lookup-result").textContent = `error: ${err.message}`;
+  }
+}
+
+// scanOutcome says what the scan did with step s, as explain scan does.
+function scanOutcome(s) {
+  if (s.reason !== "read") return `${s.reason}; skipped, no I/O`;
+  let out = (s.prefixChecked ? "prefix filter: maybe; " : "") + `read: ${s.entries} ${s.entries === 1 ? "entry" : "entries"}`;
+  if (s.fileNum) out += `; blocks: ${s.blocksFromDisk} from disk, ${s.blocksFromCache} from cache`;
+  return out;
+}
+
+// drawScanSteps lists the scan's steps beside the tree, and its result.
+function drawScanSteps(query) {
+  const ol = $("scan-path");
+  ol.replaceChildren();
+  let disk = 0, cached = 0;
+  for (const s of scan.steps) {
+    const li = html("li", {
+      class: "step", "data-source": s.source, "data-mark": s.reason, "data-file": s.fileNum, "data-files": s.files || 0,
+      "data-entries": s.entries, "data-prefix-checked": s.prefixChecked,
+      "data-blocks-disk": s.blocksFromDisk, "data-blocks-cache": s.blocksFromCache,
+    });
+    li.append(html("span", { class: "mark " + scanReasonClass(s.reason) }, s.reason), " ");
+    li.append(html("b", { class: "source" }, s.source));
+    if (s.range) li.append(" ", html("code", {}, s.range));
+    if (s.files) li.append(" ", html("code", {}, `${s.files} table${s.files === 1 ? "" : "s"}`));
+    li.append(html("div", { class: "outcome" }, scanOutcome(s)));
+    ol.append(li);
+    disk += s.blocksFromDisk;
+    cached += s.blocksFromCache;
+  }
+  let prefix = "";
+  if (scan.prefix) {
+    let filters = "prefix filters consulted";
+    if (!scan.extractor) filters = "no prefix extractor: prefix filters not consulted";
+    else if (!scan.prefixFilters) filters = `not a prefix of ${scan.extractor}: prefix filters not consulted`;
+    prefix = ` prefix=${scan.prefix} (${filters})`;
+  }
+  const result = $("scan-result");
+  result.textContent = `scan [${scan.lower || "unbounded"}, ${scan.upper || "unbounded"})${prefix} => ` +
+    `${scan.keys} key${scan.keys === 1 ? "" : "s"}; ${disk} block${disk === 1 ? "" : "s"} from disk, ${cached} from cache`;
+  result.setAttribute("data-keys", scan.keys);
+  for (const [k, v] of Object.entries(query)) ol.setAttribute(`data-${k}`, v);
+}
+
+async function scanRange(ev) {
+  ev.preventDefault();
+  const query = { from: $("scan-from").value, to: $("scan-to").value, prefix: $("scan-prefix").value };
+  try {
+    const res = await fetch("/api/scan?" + new URLSearchParams(query));
+    const body = await res.json();
+    if (!res.ok) throw new Error(body.error || res.statusText);
+    scan = body;
+    shown = "scan";
+    drawScanSteps(query);
+    if (state) drawTree();
+  } catch (err) {
+    $("scan-result").textContent = `error: ${err.message}`;
   }
 }
 
@@ -308,4 +415,5 @@ async function poll() {
 }
 
 $("lookup-form").addEventListener("submit", lookup);
+$("scan-form").addEventListener("submit", scanRange);
 poll();
