@@ -87,6 +87,7 @@ type drawnScanStep struct {
 	Files         int    `json:"files"`
 	Entries       int    `json:"entries"`
 	PrefixChecked bool   `json:"prefixChecked"`
+	RangeChecked  bool   `json:"rangeChecked"`
 	Outcome       string `json:"outcome"`
 	Disk          int    `json:"disk"`
 	Cache         int    `json:"cache"`
@@ -114,6 +115,7 @@ const drawnScanJS = `(() => {
 			files: +li.dataset.files,
 			entries: +li.dataset.entries,
 			prefixChecked: li.dataset.prefixChecked === 'true',
+			rangeChecked: li.dataset.rangeChecked === 'true',
 			outcome: li.querySelector('.outcome').textContent,
 			disk: +li.dataset.blocksDisk,
 			cache: +li.dataset.blocksCache,
@@ -131,15 +133,18 @@ const drawnScanJS = `(() => {
 // scanOutcome is what the page should say a scan did with step s, as
 // explain scan says it.
 func scanOutcome(s drawnScanStep) string {
-	if s.Reason != shale.ScanRead.String() {
-		return s.Reason + "; skipped, no I/O"
+	out := s.Reason + "; skipped, no I/O"
+	if s.Reason == shale.ScanRead.String() {
+		out = "read: " + plural(s.Entries, "entry")
+		if s.PrefixChecked {
+			out = "prefix filter: maybe; " + out
+		}
+		if s.File != 0 {
+			out += fmt.Sprintf("; blocks: %d from disk, %d from cache", s.Disk, s.Cache)
+		}
 	}
-	out := "read: " + plural(s.Entries, "entry")
-	if s.PrefixChecked {
-		out = "prefix filter: maybe; " + out
-	}
-	if s.File != 0 {
-		out += fmt.Sprintf("; blocks: %d from disk, %d from cache", s.Disk, s.Cache)
+	if s.RangeChecked && s.Reason != shale.ScanRangeFilter.String() {
+		out = "range filter: maybe; " + out
 	}
 	return out
 }
@@ -149,6 +154,7 @@ var scanReasonClasses = map[string]string{
 	shale.ScanRead.String():         "m-read",
 	shale.ScanKeyRange.String():     "m-outside",
 	shale.ScanPrefixFilter.String(): "m-filterno",
+	shale.ScanRangeFilter.String():  "m-filterno",
 }
 
 // TestWebBrowser loads the view in a real headless Chromium: it checks that
@@ -271,7 +277,7 @@ func TestWebBrowser(t *testing.T) {
 			if s.DotMark != s.Reason || s.DotSource != s.Source || s.DotClasses != "trace-point "+scanReasonClasses[s.Reason] {
 				t.Errorf("scan %+v, step %d: listed as %s (%s), drawn as %s (%s, class %q)", q, i+1, s.Source, s.Reason, s.DotSource, s.DotMark, s.DotClasses)
 			}
-			step := webScanStep{Source: s.Source, FileNum: s.File, Files: s.Files, Reason: s.Reason, PrefixChecked: s.PrefixChecked,
+			step := webScanStep{Source: s.Source, FileNum: s.File, Files: s.Files, Reason: s.Reason, PrefixChecked: s.PrefixChecked, RangeChecked: s.RangeChecked,
 				Entries: s.Entries, BlocksFromDisk: s.Disk, BlocksFromCache: s.Cache}
 			if i < len(want.Steps) { // the level and range are not drawn as text; checkScan compares the rest
 				w := want.Steps[i]

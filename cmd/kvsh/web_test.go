@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/shale-db/shale"
+	"github.com/shale-db/shale/rangefilter"
 )
 
 // webTestPrefix is the test store's prefix extractor: a key's first 8
@@ -80,11 +81,12 @@ func settle(t testing.TB, db *shale.DB) {
 }
 
 // webTestShell opens a shell on a multi-level store with automatic
-// compactions off (and its prefix extractor), and adds two L0 tables, so
-// that the tree keeps its shape while the test looks at it.
+// compactions off (and its prefix extractor), and adds two L0 tables, with
+// range filters, so that the tree keeps its shape while the test looks at
+// it.
 func webTestShell(t testing.TB) (*shell, *bytes.Buffer) {
 	var out bytes.Buffer
-	sh, err := newShellWith(&out, multiLevelStore(t), false, shale.Options{DisableAutomaticCompactions: true, Prefix: webTestPrefix})
+	sh, err := newShellWith(&out, multiLevelStore(t), false, shale.Options{DisableAutomaticCompactions: true, Prefix: webTestPrefix, RangeFilter: &rangefilter.Options{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +329,10 @@ func scanQueries(t *testing.T, sh *shell) []scanQuery {
 	if absent == "" {
 		t.Fatal("every prefix from key50000 to key50999 has keys")
 	}
-	return []scanQuery{{"key2", "key3", ""}, {"key1", "key2", "key1"}, {"", "", present}, {"a", "z", absent}}
+	// The last scan lies within the key range of the newest L0 table
+	// (key750000x to key750001x) and holds none of its keys: its range
+	// filter rules it out.
+	return []scanQuery{{"key2", "key3", ""}, {"key1", "key2", "key1"}, {"", "", present}, {"a", "z", absent}, {"key750000y", "key750001", ""}}
 }
 
 // checkScan checks a scan's steps, as the view has them, against
@@ -360,7 +365,7 @@ func checkScan(t *testing.T, q scanQuery, got webScan, want *shale.ScanTrace) {
 			wantRange = "[" + shale.FormatKey(w.Smallest) + " .. " + shale.FormatKey(w.Largest) + end
 		}
 		if g.Source != w.Source || g.Level != w.Level || g.FileNum != w.FileNum || g.Files != w.Files || g.Range != wantRange ||
-			g.Reason != w.Reason.String() || g.PrefixChecked != w.PrefixChecked || g.Entries != w.Entries ||
+			g.Reason != w.Reason.String() || g.PrefixChecked != w.PrefixChecked || g.RangeChecked != w.RangeChecked || g.Entries != w.Entries ||
 			g.BlocksFromDisk+g.BlocksFromCache != w.BlocksFromDisk+w.BlocksFromCache {
 			t.Errorf("scan %+v, step %d: %+v, want %+v:\n%s", q, i+1, g, w, want)
 		}
@@ -381,13 +386,16 @@ func (k scanKinds) add(sc webScan) {
 		if s.PrefixChecked && s.Reason == shale.ScanRead.String() {
 			k["prefix filter: maybe; read"] = true
 		}
+		if s.RangeChecked && s.Reason == shale.ScanRead.String() {
+			k["range filter: maybe; read"] = true
+		}
 	}
 }
 
 func (k scanKinds) check(t *testing.T) {
 	t.Helper()
 	for _, want := range []string{shale.ScanRead.String(), shale.ScanKeyRange.String(), shale.ScanPrefixFilter.String(),
-		"a level's tables outside the range", "prefix filter: maybe; read", "prefix filters consulted: true", "prefix filters consulted: false"} {
+		shale.ScanRangeFilter.String(), "range filter: maybe; read", "a level's tables outside the range", "prefix filter: maybe; read", "prefix filters consulted: true", "prefix filters consulted: false"} {
 		if !k[want] {
 			t.Errorf("no scan took a step of kind %q", want)
 		}

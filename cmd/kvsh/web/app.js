@@ -203,6 +203,7 @@ const scanReasonClasses = {
   "read": "m-read",
   "key range: outside the scan": "m-outside",
   "prefix filter: definitely not": "m-filterno",
+  "range filter: definitely not": "m-filterno",
 };
 function scanReasonClass(reason) {
   return scanReasonClasses[reason] || "m-other";
@@ -286,9 +287,12 @@ async function lookup(ev) {
 
 // scanOutcome says what the scan did with step s, as explain scan does.
 function scanOutcome(s) {
-  if (s.reason !== "read") return `${s.reason}; skipped, no I/O`;
-  let out = (s.prefixChecked ? "prefix filter: maybe; " : "") + `read: ${s.entries} ${s.entries === 1 ? "entry" : "entries"}`;
-  if (s.fileNum) out += `; blocks: ${s.blocksFromDisk} from disk, ${s.blocksFromCache} from cache`;
+  let out = `${s.reason}; skipped, no I/O`;
+  if (s.reason === "read") {
+    out = (s.prefixChecked ? "prefix filter: maybe; " : "") + `read: ${s.entries} ${s.entries === 1 ? "entry" : "entries"}`;
+    if (s.fileNum) out += `; blocks: ${s.blocksFromDisk} from disk, ${s.blocksFromCache} from cache`;
+  }
+  if (s.rangeChecked && s.reason !== "range filter: definitely not") out = "range filter: maybe; " + out;
   return out;
 }
 
@@ -300,7 +304,7 @@ function drawScanSteps(query) {
   for (const s of scan.steps) {
     const li = html("li", {
       class: "step", "data-source": s.source, "data-mark": s.reason, "data-file": s.fileNum, "data-files": s.files || 0,
-      "data-entries": s.entries, "data-prefix-checked": s.prefixChecked,
+      "data-entries": s.entries, "data-prefix-checked": s.prefixChecked, "data-range-checked": s.rangeChecked,
       "data-blocks-disk": s.blocksFromDisk, "data-blocks-cache": s.blocksFromCache,
     });
     li.append(html("span", { class: "mark " + scanReasonClass(s.reason) }, s.reason), " ");
