@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shale-db/shale/rangefilter"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -53,6 +54,13 @@ func metaConfigs(seed uint64) []metaConfig {
 		{"fuse", small(Options{FilterPolicy: UniformFilter(FuseFilter())}), nil},
 		{"monkey-5", small(Options{FilterPolicy: MonkeyBloom(5)}), nil},
 		{"prefix-2", small(Options{Prefix: FixedPrefix(2)}), nil},
+		// 6 bits per key: the range filters' key maps have short windows
+		// and answer "maybe" often, so both answers are exercised.
+		{"range-filter-6", small(Options{RangeFilter: &rangefilter.Options{BitsPerKey: 6}}), nil},
+		{"range-filter-prefix", small(Options{RangeFilter: &rangefilter.Options{}, Prefix: FixedPrefix(1)}), []Options{
+			small(Options{}),
+			small(Options{RangeFilter: &rangefilter.Options{BitsPerKey: 10}, Prefix: FixedPrefix(2)}),
+		}},
 		{"tiny-memtable", Options{MemTableSize: 256, L0CompactionThreshold: 2, TargetFileSize: 1 << 10, LBaseMaxBytes: 1 << 10}, nil},
 		{"large-memtable-blocks", Options{MemTableSize: 64 << 20, BlockSize: 64 << 10}, nil},
 		{"no-cache-64B-blocks", small(Options{BlockCacheSize: -1, BlockSize: 64}), nil},
@@ -103,9 +111,14 @@ func metaRandomConfig(seed uint64) metaConfig {
 		o.Prefix = FixedPrefix(1 + rng.IntN(3))
 		prefix = o.Prefix.Name
 	}
-	name := fmt.Sprintf("random(memtable %d, block %d, cache %d, immutable %d, L0 %d, file %d, L1 %d, filter %s, prefix %s, no compactions %v, nosync %v)",
+	rangeBits := 0
+	if rng.IntN(2) == 0 {
+		rangeBits = pick(6, 10, 16)
+		o.RangeFilter = &rangefilter.Options{BitsPerKey: rangeBits}
+	}
+	name := fmt.Sprintf("random(memtable %d, block %d, cache %d, immutable %d, L0 %d, file %d, L1 %d, filter %s, prefix %s, range filter bits %d, no compactions %v, nosync %v)",
 		o.MemTableSize, o.BlockSize, o.BlockCacheSize, o.MaxImmutableMemTables, o.L0CompactionThreshold,
-		o.TargetFileSize, o.LBaseMaxBytes, filter, prefix, o.DisableAutomaticCompactions, o.NoSync)
+		o.TargetFileSize, o.LBaseMaxBytes, filter, prefix, rangeBits, o.DisableAutomaticCompactions, o.NoSync)
 	return metaConfig{name, o, nil}
 }
 
