@@ -3,6 +3,7 @@ package sstable
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,7 +12,6 @@ import (
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/cache"
 	"github.com/shale-db/shale/internal/rangedel"
-	"github.com/shale-db/shale/vfs"
 )
 
 // ReaderOptions configure a Reader.
@@ -109,7 +109,7 @@ func (t *GetTrace) String() string {
 // and reads data blocks through the cache. A Reader is safe for concurrent
 // use; its iterators are each for one goroutine.
 type Reader struct {
-	f     vfs.File
+	f     File
 	name  string
 	opts  ReaderOptions
 	stats *Stats // never nil: opts.Stats or a private one
@@ -124,12 +124,21 @@ type Reader struct {
 	rangeDels   rangedel.Spans // the range tombstones, fragmented
 }
 
+// File is what a Reader needs of its file. A vfs.File is one; so is a
+// handle that opens the file only while it is read (the DB's table cache).
+type File interface {
+	io.ReaderAt
+	io.Closer
+	// Size returns the file's length in bytes.
+	Size() (int64, error)
+}
+
 // Open reads a table's footer, metaindex, index, properties and filter
 // (checking every checksum) and returns a Reader for it. fileName names the
 // file in errors. Once Open succeeds the Reader owns f and Close closes it;
 // after a failed Open, f is still the caller's to close. Corrupt bytes give
 // an error matching base.ErrCorruption.
-func Open(f vfs.File, fileName string, opts ReaderOptions) (*Reader, error) {
+func Open(f File, fileName string, opts ReaderOptions) (*Reader, error) {
 	r := &Reader{f: f, name: fileName, opts: opts, stats: opts.Stats}
 	if r.stats == nil {
 		r.stats = &Stats{}
