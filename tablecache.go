@@ -21,11 +21,13 @@ package shale
 // anything else while they hold one, so this cannot deadlock).
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"sync"
 	"sync/atomic"
 
+	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -127,6 +129,9 @@ func (f *tableFile) openLocked() (vfs.File, error) {
 	c.cond.Broadcast()
 	if err != nil {
 		c.open--
+		if f.wasOpen && errors.Is(err, fs.ErrNotExist) {
+			return nil, base.CorruptionErrorf(f.name, -1, "live table's file is missing: %v", err)
+		}
 		return nil, err
 	}
 	if f.wasOpen {

@@ -2,8 +2,10 @@ package shale
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -228,6 +230,13 @@ func TestTableCacheNeverClosesInUse(t *testing.T) {
 	}
 	if fs.maxTables.Load() != 1 || fs.readsClosed.Load() != 0 {
 		t.Errorf("%d files open at once, %d reads of a closed file", fs.maxTables.Load(), fs.readsClosed.Load())
+	}
+	// A live table whose file went missing is damage, reported as such.
+	if err := fs.Remove("a.sst"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ReadAt(make([]byte, 1), 0); !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), "a.sst") {
+		t.Errorf("read of a table whose file is gone: %v", err)
 	}
 	a.Close()
 	b.Close()
