@@ -92,7 +92,11 @@ func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
 	// returns must include it.
 	db.stats.flushes.Add(1)
 	db.mu.Lock()
-	db.imm = db.imm[1:]
+	// A fresh slice, not db.imm[1:]: that one keeps the array holding the
+	// flushed memtable (even when empty, a slice points into its array),
+	// and with it the whole memtable, alive until the next rotation. The
+	// old array is left as it was for the reads still using it.
+	db.imm = append([]*memTable(nil), db.imm[1:]...)
 	db.publishReadState()
 	db.cond.Broadcast()
 	db.mu.Unlock()

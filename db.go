@@ -65,6 +65,7 @@ type DB struct {
 
 	cache      *cache.Cache
 	rowCache   *sstable.RowCache // nil when Options.RowCacheSize is 0
+	tableCache *tableCache       // the open table files
 	tableStats sstable.Stats
 
 	// closeMu is held shared by every public call while it runs and

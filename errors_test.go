@@ -3,6 +3,7 @@ package shale
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -587,14 +588,38 @@ func TestCloseWithOpenIterators(t *testing.T) {
 	}
 }
 
-// openFilesFS counts the files open through it.
+// openFilesFS counts the files open through it: all of them (written,
+// read, and the LOCK), and the table files open for reading, with the most
+// of those ever open at once. It also counts reads of a closed file.
 type openFilesFS struct {
 	vfs.FS
-	open atomic.Int64
+	open        atomic.Int64
+	tablesOpen  atomic.Int64
+	maxTables   atomic.Int64
+	readsClosed atomic.Int64
 }
 
 func (fs *openFilesFS) Create(name string) (vfs.File, error) { return fs.opened(fs.FS.Create(name)) }
-func (fs *openFilesFS) Open(name string) (vfs.File, error)   { return fs.opened(fs.FS.Open(name)) }
+
+func (fs *openFilesFS) Open(name string) (vfs.File, error) {
+	f, err := fs.opened(fs.FS.Open(name))
+	if err == nil && strings.HasSuffix(name, ".sst") {
+		f.(*countedFile).table = true
+		n := fs.tablesOpen.Add(1)
+		for m := fs.maxTables.Load(); n > m && !fs.maxTables.CompareAndSwap(m, n); m = fs.maxTables.Load() {
+		}
+	}
+	return f, err
+}
+
+func (fs *openFilesFS) Lock(name string) (io.Closer, error) {
+	l, err := fs.FS.Lock(name)
+	if err != nil {
+		return nil, err
+	}
+	fs.open.Add(1)
+	return countedLock{l, fs}, nil
+}
 
 func (fs *openFilesFS) opened(f vfs.File, err error) (vfs.File, error) {
 	if err != nil {
@@ -607,12 +632,33 @@ func (fs *openFilesFS) opened(f vfs.File, err error) (vfs.File, error) {
 type countedFile struct {
 	vfs.File
 	fs     *openFilesFS
+	table  bool // an .sst open for reading
 	closed atomic.Bool
+}
+
+func (f *countedFile) ReadAt(p []byte, off int64) (int, error) {
+	if f.closed.Load() {
+		f.fs.readsClosed.Add(1)
+	}
+	return f.File.ReadAt(p, off)
 }
 
 func (f *countedFile) Close() error {
 	if !f.closed.Swap(true) {
 		f.fs.open.Add(-1)
+		if f.table {
+			f.fs.tablesOpen.Add(-1)
+		}
 	}
 	return f.File.Close()
+}
+
+type countedLock struct {
+	io.Closer
+	fs *openFilesFS
+}
+
+func (l countedLock) Close() error {
+	l.fs.open.Add(-1)
+	return l.Closer.Close()
 }

@@ -41,10 +41,29 @@ type Metrics struct {
 	RowCacheMisses  int64 // table lookups that consulted the row cache and read blocks
 	RowCacheBytes   int64 // charged to the row cache now: keys, values and bookkeeping
 
-	MemTableBytes   int64 // the mutable memtable
-	ImmutableTables int   // memtables waiting for a flush
-	WALBytes        int64 // bytes appended to WALs since Open
-	UserBytes       int64 // key and value bytes written since Open
+	MemTableBytes          int64 // the mutable memtable
+	ImmutableTables        int   // memtables waiting for a flush
+	ImmutableMemTableBytes int64 // ... and their bytes
+	// MemoryTotal is the memory the store holds, in bytes: FilterMemory,
+	// IndexMemory (pinned for every live table), MemTableBytes,
+	// ImmutableMemTableBytes, BlockCacheBytes and RowCacheBytes. The Go
+	// runtime's garbage and free heap come on top of it.
+	MemoryTotal int64
+
+	// OpenFiles is the file descriptors the DB holds: TableFilesOpen, and
+	// its LOCK, WAL and MANIFEST. (A flush or compaction also holds the
+	// tables it is writing.)
+	OpenFiles int
+	// TableFilesOpen is the table files open for reading, at most
+	// Options.MaxOpenFiles.
+	TableFilesOpen int
+	// TableCacheHits counts table reads that found the table's file open;
+	// TableCacheReopens counts those that opened it again (the table
+	// cache's misses), an open(2) each.
+	TableCacheHits    int64
+	TableCacheReopens int64
+	WALBytes          int64 // bytes appended to WALs since Open
+	UserBytes         int64 // key and value bytes written since Open
 
 	Flushes      int64
 	FlushBytes   int64 // bytes of L0 tables written by flushes
@@ -121,6 +140,13 @@ func (db *DB) Metrics() Metrics {
 	v := rs.v
 	m.MemTableBytes = int64(rs.mem.Size())
 	m.ImmutableTables = len(rs.imm)
+	for _, mem := range rs.imm {
+		m.ImmutableMemTableBytes += int64(mem.Size())
+	}
+	m.TableFilesOpen = db.tableCache.openFiles()
+	m.OpenFiles = m.TableFilesOpen + nonTableFiles
+	m.TableCacheHits = db.tableCache.hits.Load()
+	m.TableCacheReopens = db.tableCache.reopens.Load()
 	scores, baseLevel := compaction.Scores(v.Version, db.opts.compactionOptions())
 	m.BaseLevel = baseLevel
 	for level, files := range v.Levels {
@@ -136,6 +162,8 @@ func (db *DB) Metrics() Metrics {
 			m.IndexMemory += int64(r.IndexSize())
 		}
 	}
+	m.MemoryTotal = m.FilterMemory + m.IndexMemory + m.MemTableBytes + m.ImmutableMemTableBytes +
+		m.BlockCacheBytes + m.RowCacheBytes
 	m.WALBytes = db.stats.walBytes.Load()
 	m.UserBytes = db.stats.userBytes.Load()
 	m.Flushes = db.stats.flushes.Load()
@@ -185,6 +213,11 @@ func (m Metrics) String() string {
 	tw.Flush()
 	fmt.Fprintf(&b, "memtable: %s (+%d waiting to flush); WAL written: %s\n",
 		humanBytes(m.MemTableBytes), m.ImmutableTables, humanBytes(m.WALBytes))
+	fmt.Fprintf(&b, "memory: %s: filters %s, indexes %s, memtables %s + %s waiting, block cache %s, row cache %s\n",
+		humanBytes(m.MemoryTotal), humanBytes(m.FilterMemory), humanBytes(m.IndexMemory),
+		humanBytes(m.MemTableBytes), humanBytes(m.ImmutableMemTableBytes), humanBytes(m.BlockCacheBytes), humanBytes(m.RowCacheBytes))
+	fmt.Fprintf(&b, "open files: %d (%s); table cache: %d hits, %d reopens\n",
+		m.OpenFiles, plural(m.TableFilesOpen, "table"), m.TableCacheHits, m.TableCacheReopens)
 	fmt.Fprintf(&b, "disk reads: %d blocks; block cache: %d hits, %d misses, %s; row cache: %d hits, %d misses, %s\n",
 		m.DiskReads, m.BlockCacheHits, m.BlockCacheMiss, humanBytes(m.BlockCacheBytes),
 		m.RowCacheHits, m.RowCacheMisses, humanBytes(m.RowCacheBytes))
@@ -214,6 +247,10 @@ func (m Metrics) String() string {
 		m.StallTime.Round(time.Millisecond), m.Slowdowns, m.SlowdownTime.Round(time.Millisecond), m.LastSeqNum, m.Snapshots)
 	return b.String()
 }
+
+// nonTableFiles is the files an open DB holds besides its tables: the
+// LOCK, the WAL and the MANIFEST.
+const nonTableFiles = 3
 
 // humanBytes renders a byte count for people (base.FormatSize).
 func humanBytes(n int64) string { return base.FormatSize(uint64(max(n, 0))) }

@@ -25,3 +25,30 @@ func TestMetricsAfterFlush(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsOpenFiles: the open files Metrics reports are the files the
+// file system sees open, and the memory it reports includes the pinned
+// filters and indexes of every table.
+func TestMetricsOpenFiles(t *testing.T) {
+	fs := &openFilesFS{FS: vfs.NewMem()}
+	db := mustOpen(t, "db", &Options{FS: fs, DisableAutomaticCompactions: true})
+	defer db.Close()
+	for i := range 5 {
+		for j := range 100 {
+			if err := db.Put(fmt.Appendf(nil, "key%d-%03d", i, j), []byte("value")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := db.Metrics()
+	if int64(m.OpenFiles) != fs.open.Load() || int64(m.TableFilesOpen) != fs.tablesOpen.Load() || m.TableFilesOpen != 5 {
+		t.Errorf("Metrics: %d files open (%d tables); the file system has %d (%d tables); want 5 tables",
+			m.OpenFiles, m.TableFilesOpen, fs.open.Load(), fs.tablesOpen.Load())
+	}
+	if m.FilterMemory == 0 || m.IndexMemory == 0 || m.MemoryTotal < m.FilterMemory+m.IndexMemory {
+		t.Errorf("Metrics: memory %d; filters %d, indexes %d", m.MemoryTotal, m.FilterMemory, m.IndexMemory)
+	}
+}

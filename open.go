@@ -42,6 +42,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		closing:   make(chan struct{}),
 	}
 	db.cond.L = &db.mu
+	db.tableCache = newTableCache(db.fs, o.MaxOpenFiles)
 	if o.BlockCacheSize > 0 {
 		db.cache = cache.New(o.BlockCacheSize)
 	}
@@ -345,7 +346,7 @@ func (db *DB) replayLog(num uint64, mem *memtable.MemTable, newest bool) (first,
 // openTable opens a live table's reader, with its filter and index loaded.
 func (db *DB) openTable(meta *manifest.FileMeta) (*table, error) {
 	name := db.fileName(fileTypeTable, meta.FileNum)
-	f, err := db.fs.Open(name)
+	f, err := db.tableCache.openFile(name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, base.CorruptionErrorf(name, -1, "table in the MANIFEST is missing")

@@ -39,6 +39,8 @@
 // the row cache's hit rate; -row-cache BYTES turns the row cache on. -plot
 // then draws the throughput and the p99 latencies.
 //
+// -cpuprofile and -memprofile write profiles of the run for go tool pprof.
+//
 // Progress bars go to stderr when it is a terminal; the results go to
 // stdout, as a table or, with -json, as JSON.
 package main
@@ -47,6 +49,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 
 	"golang.org/x/term"
@@ -75,6 +79,9 @@ func main() {
 	flag.StringVar(&cfg.plot, "plot", "", "draw false-positive rates and disk reads per absent lookup (YCSB: throughput and p99 latencies) into this PNG file")
 	flag.Int64Var(&cfg.seed, "seed", 1, "random seed")
 	flag.BoolVar(&cfg.metrics, "metrics", false, "print the store's metrics (write amplification, bytes written per level) after the run")
+	var cpuProfile, memProfile string
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	flag.StringVar(&memProfile, "memprofile", "", "write a heap profile to this file after the run: what was allocated (go tool pprof -sample_index=alloc_space) and what was still in use")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "kvbench: unexpected arguments %q\n", flag.Args())
@@ -84,8 +91,40 @@ func main() {
 		cfg.benchmarks = strings.Split(benchmarks, ",")
 	}
 	cfg.progress = term.IsTerminal(int(os.Stderr.Fd()))
-	if err := run(cfg, os.Stdout, os.Stderr); err != nil {
+	if err := profiled(cpuProfile, memProfile, func() error { return run(cfg, os.Stdout, os.Stderr) }); err != nil {
 		fmt.Fprintf(os.Stderr, "kvbench: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// profiled runs f, writing a CPU profile of it to cpuFile and a heap profile
+// after it to memFile, each unless its name is empty.
+func profiled(cpuFile, memFile string, f func() error) error {
+	if cpuFile != "" {
+		out, err := os.Create(cpuFile)
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		if err := pprof.StartCPUProfile(out); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if err := f(); err != nil {
+		return err
+	}
+	if memFile == "" {
+		return nil
+	}
+	out, err := os.Create(memFile)
+	if err != nil {
+		return err
+	}
+	runtime.GC() // the in-use figures are those of the last GC: make it now
+	if err := pprof.WriteHeapProfile(out); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

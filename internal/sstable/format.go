@@ -117,6 +117,12 @@ func decodeFooter(file string, off int64, b []byte) (footer, error) {
 // offset off of file, and returns its contents, decompressed. Raw contents
 // alias buf; decompressed ones are a new slice.
 func decodeBlock(file string, off int64, buf []byte) ([]byte, error) {
+	return decodeBlockInto(file, off, buf, nil)
+}
+
+// decodeBlockInto is decodeBlock decompressing into dst when it is large
+// enough, instead of a new slice.
+func decodeBlockInto(file string, off int64, buf, dst []byte) ([]byte, error) {
 	if len(buf) < blockTrailerLen {
 		return nil, base.CorruptionErrorf(file, off, "block of %d bytes has no trailer", len(buf))
 	}
@@ -133,7 +139,10 @@ func decodeBlock(file string, off int64, buf []byte) ([]byte, error) {
 		if err != nil || dlen > maxBlockLen || dlen > maxSnappyRatio*n {
 			return nil, base.CorruptionErrorf(file, off, "bad snappy block header (decoded length %d, %d bytes stored)", dlen, n)
 		}
-		out, err := snappy.Decode(make([]byte, dlen), contents)
+		if cap(dst) < dlen {
+			dst = make([]byte, dlen)
+		}
+		out, err := snappy.Decode(dst[:dlen], contents)
 		if err != nil {
 			return nil, base.CorruptionErrorf(file, off, "snappy: %v", err)
 		}

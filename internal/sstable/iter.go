@@ -95,6 +95,10 @@ func (i *tableIter) forward() bool {
 			}
 		}
 		if !i.index.Next() {
+			if i.scan != nil && i.index.err == nil {
+				i.scan.release()
+				i.data, i.dataLoaded = blockIter{key: i.data.key[:0]}, false
+			}
 			return i.settle()
 		}
 		if !i.loadBlock() {
@@ -271,7 +275,8 @@ func (i *tableIter) Valid() bool { return i.valid }
 func (i *tableIter) Key() base.InternalKey { return i.key }
 
 // Value returns the current value. It aliases an immutable block, so unlike
-// Key it stays valid after the iterator moves; callers must not modify it.
+// Key it stays valid after the iterator moves, except in a scan
+// (NewScanIter), which reuses its buffers; callers must not modify it.
 func (i *tableIter) Value() []byte { return i.data.val }
 
 // Error returns the error that made the iterator invalid, if any.

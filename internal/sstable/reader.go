@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,7 +14,6 @@ import (
 	"github.com/shale-db/shale/internal/cache"
 	"github.com/shale-db/shale/internal/rangedel"
 	"github.com/shale-db/shale/rangefilter"
-	"github.com/shale-db/shale/vfs"
 )
 
 // ReaderOptions configure a Reader.
@@ -126,7 +126,7 @@ func (t *GetTrace) String() string {
 // and reads data blocks through the cache. A Reader is safe for concurrent
 // use; its iterators are each for one goroutine.
 type Reader struct {
-	f     vfs.File
+	f     File
 	name  string
 	opts  ReaderOptions
 	stats *Stats // never nil: opts.Stats or a private one
@@ -145,12 +145,21 @@ type Reader struct {
 	filterCounts struct{ checks, skips, falsePositives atomic.Int64 }
 }
 
+// File is what a Reader needs of its file. A vfs.File is one; so is a
+// handle that opens the file only while it is read (the DB's table cache).
+type File interface {
+	io.ReaderAt
+	io.Closer
+	// Size returns the file's length in bytes.
+	Size() (int64, error)
+}
+
 // Open reads a table's footer, metaindex, index, properties and filter
 // (checking every checksum) and returns a Reader for it. fileName names the
 // file in errors. Once Open succeeds the Reader owns f and Close closes it;
 // after a failed Open, f is still the caller's to close. Corrupt bytes give
 // an error matching base.ErrCorruption.
-func Open(f vfs.File, fileName string, opts ReaderOptions) (*Reader, error) {
+func Open(f File, fileName string, opts ReaderOptions) (*Reader, error) {
 	r := &Reader{f: f, name: fileName, opts: opts, stats: opts.Stats}
 	if r.stats == nil {
 		r.stats = &Stats{}

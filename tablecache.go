@@ -1,0 +1,226 @@
+package shale
+
+// The table cache: a bound on the table files the DB holds open.
+//
+// A live table keeps its reader, with its filter and index, in memory for
+// as long as some version includes it (see table); only its file
+// descriptor comes and goes. The cache keeps at most Options.MaxOpenFiles
+// descriptors open, the least recently used closed first, and a read of a
+// table whose descriptor was closed opens the file again (a reopen: one
+// open(2) before the read, and a close(2) for the one it displaces).
+//
+// Every read of a table goes through the cache, compactions' sequential
+// scans (sstable.Reader.NewScanIter) included: their reads are of 32 to
+// 256 KiB, so a reopen costs them little, while descriptors of their own
+// would break the bound by the number of inputs a compaction merges.
+//
+// A descriptor is borrowed for one ReadAt and returned after it, never
+// held across calls, so an iterator left open pins no descriptor; a
+// descriptor in use is never closed, and a reader that finds every
+// descriptor in use waits for one to be returned (reads never wait on
+// anything else while they hold one, so this cannot deadlock).
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"sync"
+	"sync/atomic"
+
+	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/vfs"
+)
+
+// tableCache bounds the table files open at once. It is safe for
+// concurrent use.
+type tableCache struct {
+	fs  vfs.FS
+	max int
+
+	mu sync.Mutex
+	// cond is broadcast when a descriptor is returned or closed, or an
+	// open finishes: what a reader waiting for a slot or for another
+	// reader's open waits on.
+	cond sync.Cond
+	// open counts the descriptors open and being opened; never above max.
+	open int
+	// lru is the sentinel of the ring of files with an open descriptor,
+	// most recently used first.
+	lru tableFile
+
+	hits    atomic.Int64 // reads that found their file's descriptor open
+	reopens atomic.Int64 // reads that had to open the file again
+}
+
+func newTableCache(fsys vfs.FS, maxOpen int) *tableCache {
+	c := &tableCache{fs: fsys, max: maxOpen}
+	c.cond.L = &c.mu
+	c.lru.prev, c.lru.next = &c.lru, &c.lru
+	return c
+}
+
+// tableFile is a table's file as its sstable.Reader sees it: each ReadAt
+// borrows the descriptor from the cache, opening the file again if the
+// cache closed it. Close closes the descriptor for good.
+type tableFile struct {
+	c    *tableCache
+	name string
+	size int64
+
+	// Guarded by c.mu.
+	fd         vfs.File // nil while closed
+	busy       int      // ReadAt calls using fd
+	opening    bool     // a reader is opening the file
+	wasOpen    bool     // fd was set once, so a new open is a reopen
+	closed     bool     // Close was called
+	prev, next *tableFile
+}
+
+// openFile opens the table file name, taking a slot of the cache.
+func (c *tableCache) openFile(name string) (*tableFile, error) {
+	f := &tableFile{c: c, name: name}
+	fd, err := f.acquire()
+	if err != nil {
+		return nil, err
+	}
+	f.size, err = fd.Size()
+	f.release()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// acquire returns f's descriptor, open, for one read; release returns it.
+func (f *tableFile) acquire() (vfs.File, error) {
+	c := f.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		switch {
+		case f.closed:
+			return nil, fmt.Errorf("shale: reading %s: %w", f.name, fs.ErrClosed)
+		case f.fd != nil:
+			f.busy++
+			f.unlink()
+			c.pushFront(f)
+			c.hits.Add(1)
+			return f.fd, nil
+		case !f.opening && (c.open < c.max || c.evictIdle()):
+			return f.openLocked()
+		default:
+			// Another reader is opening f, or every slot is in a read.
+			c.cond.Wait()
+		}
+	}
+}
+
+// openLocked opens f's file in a slot it takes, with c.mu held except
+// during the open itself, and returns the descriptor borrowed.
+func (f *tableFile) openLocked() (vfs.File, error) {
+	c := f.c
+	c.open++
+	f.opening = true
+	c.mu.Unlock()
+	fd, err := c.fs.Open(f.name)
+	c.mu.Lock()
+	f.opening = false
+	c.cond.Broadcast()
+	if err != nil {
+		c.open--
+		if f.wasOpen && errors.Is(err, fs.ErrNotExist) {
+			return nil, base.CorruptionErrorf(f.name, -1, "live table's file is missing: %v", err)
+		}
+		return nil, err
+	}
+	if f.wasOpen {
+		c.reopens.Add(1)
+	}
+	f.fd, f.wasOpen, f.busy = fd, true, 1
+	c.pushFront(f)
+	return fd, nil
+}
+
+func (f *tableFile) release() {
+	c := f.c
+	c.mu.Lock()
+	f.busy--
+	if f.busy == 0 {
+		c.cond.Broadcast()
+	}
+	c.mu.Unlock()
+}
+
+// evictIdle closes the least recently used descriptor that no read is
+// using, if there is one, freeing its slot.
+func (c *tableCache) evictIdle() bool {
+	for f := c.lru.prev; f != &c.lru; f = f.prev {
+		if f.busy == 0 {
+			// A read-only descriptor has nothing left to write: an error
+			// closing it loses nothing, and no caller waits for it.
+			_ = f.closeFD()
+			return true
+		}
+	}
+	return false
+}
+
+// closeFD closes f's open descriptor (c.mu held, f not busy).
+func (f *tableFile) closeFD() error {
+	f.unlink()
+	f.c.open--
+	f.c.cond.Broadcast()
+	err := f.fd.Close()
+	f.fd = nil
+	return err
+}
+
+func (c *tableCache) pushFront(f *tableFile) {
+	f.prev, f.next = &c.lru, c.lru.next
+	f.prev.next, f.next.prev = f, f
+}
+
+func (f *tableFile) unlink() {
+	if f.prev != nil {
+		f.prev.next, f.next.prev = f.next, f.prev
+		f.prev, f.next = nil, nil
+	}
+}
+
+// ReadAt reads from the table's file, opening it again if the cache
+// closed it.
+func (f *tableFile) ReadAt(p []byte, off int64) (int, error) {
+	fd, err := f.acquire()
+	if err != nil {
+		return 0, err
+	}
+	defer f.release()
+	return fd.ReadAt(p, off)
+}
+
+// Size is the file's size when it was opened: tables are immutable.
+func (f *tableFile) Size() (int64, error) { return f.size, nil }
+
+// Close closes the descriptor, if open, once no read uses it; later reads
+// fail.
+func (f *tableFile) Close() error {
+	c := f.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for f.busy > 0 || f.opening {
+		c.cond.Wait()
+	}
+	f.closed = true
+	if f.fd != nil {
+		return f.closeFD()
+	}
+	return nil
+}
+
+// openFiles is the number of table descriptors open now.
+func (c *tableCache) openFiles() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.open
+}

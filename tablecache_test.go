@@ -1,0 +1,249 @@
+package shale
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shale-db/shale/vfs"
+)
+
+// TestTableCacheBound: a store of many tables with MaxOpenFiles 4 serves
+// concurrent writes, Gets and iterations correctly while never holding more
+// than 4 table files open, reopens evicted ones, and Close leaves no file
+// open.
+func TestTableCacheBound(t *testing.T) {
+	const maxOpen = 4
+	fs := &openFilesFS{FS: vfs.NewMem()}
+	db := mustOpen(t, "db", &Options{FS: fs, MaxOpenFiles: maxOpen, MemTableSize: 32 << 10,
+		TargetFileSize: 8 << 10, BlockSize: 1 << 10, BlockCacheSize: 16 << 10, NoSync: true})
+
+	// Every value names its key, so a concurrent reader can tell a wrong
+	// answer without knowing which write it races with.
+	const keys = 2000
+	key := func(i int) []byte { return fmt.Appendf(nil, "key%05d", i) }
+	rng := rand.New(rand.NewPCG(99, 0))
+	value := func(i int) []byte { // incompressible past the key
+		return fmt.Appendf(nil, "%s-%016x%016x%016x", key(i), rng.Uint64(), rng.Uint64(), rng.Uint64())
+	}
+	checkValue := func(k, v []byte) error {
+		if !bytes.HasPrefix(v, append(k[:len(k):len(k)], '-')) {
+			return fmt.Errorf("key %q has value %q", k, v)
+		}
+		return nil
+	}
+
+	var (
+		model   = make(map[string][]byte) // written by the writer alone
+		stop    atomic.Bool
+		wg      sync.WaitGroup
+		readErr = make(chan error, 4)
+	)
+	reader := func(seed uint64) {
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(seed, 0))
+		for !stop.Load() {
+			if rng.IntN(8) == 0 {
+				lo := rng.IntN(keys)
+				it := db.NewIter(&IterOptions{LowerBound: key(lo), UpperBound: key(lo + 200)})
+				n := 0
+				for ok := it.First(); ok && n < 200; ok = it.Next() {
+					if err := checkValue(it.Key(), it.Value()); err != nil {
+						readErr <- err
+						it.Close()
+						return
+					}
+					n++
+				}
+				if err := it.Close(); err != nil {
+					readErr <- err
+					return
+				}
+				continue
+			}
+			k := key(rng.IntN(keys))
+			v, err := db.Get(k)
+			if err == ErrNotFound {
+				continue
+			}
+			if err == nil {
+				err = checkValue(k, v)
+			}
+			if err != nil {
+				readErr <- err
+				return
+			}
+		}
+	}
+	for i := range 3 {
+		wg.Add(1)
+		go reader(uint64(i))
+	}
+	for range 12_000 {
+		i := rng.IntN(keys)
+		k := key(i)
+		if rng.IntN(10) == 0 {
+			if err := db.Delete(k); err != nil {
+				t.Fatal(err)
+			}
+			delete(model, string(k))
+			continue
+		}
+		v := value(i)
+		if err := db.Put(k, v); err != nil {
+			t.Fatal(err)
+		}
+		model[string(k)] = v
+	}
+	stop.Store(true)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case err := <-readErr:
+		t.Fatal(err)
+	case <-time.After(time.Minute):
+		t.Fatal("readers did not stop within a minute")
+	}
+	select {
+	case err := <-readErr:
+		t.Fatal(err)
+	default:
+	}
+
+	// The store holds what the writer wrote, read by Get and by a scan.
+	for i := range keys {
+		k := key(i)
+		v, err := db.Get(k)
+		want, ok := model[string(k)]
+		switch {
+		case !ok && err != ErrNotFound:
+			t.Fatalf("Get(%q) = %q, %v; want ErrNotFound", k, v, err)
+		case ok && (err != nil || !bytes.Equal(v, want)):
+			t.Fatalf("Get(%q) = %q, %v; want %q", k, v, err, want)
+		}
+	}
+	it := db.NewIter(nil)
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if want := model[string(it.Key())]; !bytes.Equal(it.Value(), want) {
+			t.Fatalf("iterator: %q = %q; want %q", it.Key(), it.Value(), want)
+		}
+		n++
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n != len(model) {
+		t.Fatalf("iterator saw %d keys; want %d", n, len(model))
+	}
+
+	m := db.Metrics()
+	tables := 0
+	for _, l := range m.Levels {
+		tables += l.Files
+	}
+	t.Logf("%d tables; at most %d table files open at once; %d reopens, %d hits",
+		tables, fs.maxTables.Load(), m.TableCacheReopens, m.TableCacheHits)
+	if tables < 3*maxOpen {
+		t.Fatalf("only %d tables: the test needs many more than %d", tables, maxOpen)
+	}
+	if got := fs.maxTables.Load(); got > maxOpen {
+		t.Errorf("%d table files open at once; MaxOpenFiles is %d", got, maxOpen)
+	}
+	if m.TableFilesOpen > maxOpen || int64(m.TableFilesOpen) != fs.tablesOpen.Load() {
+		t.Errorf("Metrics: %d table files open; the file system has %d (MaxOpenFiles %d)", m.TableFilesOpen, fs.tablesOpen.Load(), maxOpen)
+	}
+	if m.TableCacheReopens == 0 {
+		t.Errorf("no table was reopened: the cache never closed a file")
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := fs.open.Load(); n != 0 {
+		t.Errorf("%d files open after Close", n)
+	}
+	if n := fs.readsClosed.Load(); n != 0 {
+		t.Errorf("%d reads of a closed file", n)
+	}
+}
+
+// TestTableCacheNeverClosesInUse: with one slot, a file in a read keeps
+// its descriptor; a read of another file waits for the slot and gets it
+// once that read is done, and the first file is then reopened.
+func TestTableCacheNeverClosesInUse(t *testing.T) {
+	fs := &openFilesFS{FS: vfs.NewMem()}
+	for _, name := range []string{"a.sst", "b.sst"} {
+		f, err := fs.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write([]byte(name)); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	c := newTableCache(fs, 1)
+	a, err := c.openFile("a.sst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.openFile("b.sst") // closes a's descriptor, idle
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.acquire(); err != nil { // reopens a, closing b's
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	evicted := c.evictIdle()
+	c.mu.Unlock()
+	if evicted || a.fd == nil {
+		t.Fatal("the cache closed a descriptor in use")
+	}
+	got := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 5)
+		_, err := b.ReadAt(buf, 0)
+		if err == nil && string(buf) != "b.sst" {
+			err = fmt.Errorf("read %q", buf)
+		}
+		got <- err
+	}()
+	a.release()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a read waiting for the only slot never got it")
+	}
+	if n := c.reopens.Load(); n != 2 {
+		t.Errorf("%d reopens; want 2 (a, then b)", n)
+	}
+	if fs.maxTables.Load() != 1 || fs.readsClosed.Load() != 0 {
+		t.Errorf("%d files open at once, %d reads of a closed file", fs.maxTables.Load(), fs.readsClosed.Load())
+	}
+	// A live table whose file went missing is damage, reported as such.
+	if err := fs.Remove("a.sst"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ReadAt(make([]byte, 1), 0); !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), "a.sst") {
+		t.Errorf("read of a table whose file is gone: %v", err)
+	}
+	a.Close()
+	b.Close()
+	if _, err := a.ReadAt(make([]byte, 1), 0); err == nil {
+		t.Error("a read after Close succeeded")
+	}
+	if n := fs.open.Load(); n != 0 {
+		t.Errorf("%d files open after Close", n)
+	}
+}
