@@ -34,7 +34,10 @@ type Metrics struct {
 	MemTableBytes   int64 // the mutable memtable
 	ImmutableTables int   // memtables waiting for a flush
 	WALBytes        int64 // bytes appended to WALs since Open
-	UserBytes       int64 // key and value bytes written since Open
+	// WALWrites counts the commit groups written to WALs since Open, each
+	// in one write call: writes / WALWrites is the mean group size.
+	WALWrites int64
+	UserBytes int64 // key and value bytes written since Open
 
 	Flushes      int64
 	FlushBytes   int64 // bytes of L0 tables written by flushes
@@ -122,6 +125,7 @@ func (db *DB) Metrics() Metrics {
 		}
 	}
 	m.WALBytes = db.stats.walBytes.Load()
+	m.WALWrites = db.stats.walWrites.Load()
 	m.UserBytes = db.stats.userBytes.Load()
 	m.Flushes = db.stats.flushes.Load()
 	m.FlushBytes = db.stats.flushBytes.Load()
