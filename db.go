@@ -77,8 +77,8 @@ type DB struct {
 	queue    []*pendingWrite
 	leading  bool
 	// committing counts the writes inside commit, queued, leading or
-	// about to return; the leader waits for the others to queue when it
-	// is above 1 (see gatherGroup).
+	// about to return; the leader yields to the others before taking the
+	// queue when it is above 1 (see gatherGroup).
 	committing atomic.Int32
 	// spareQueue is the queue of the previous group, emptied, for the next
 	// leader to swap in (nil while a leader has it).

@@ -34,10 +34,8 @@ type Metrics struct {
 	MemTableBytes   int64 // the mutable memtable
 	ImmutableTables int   // memtables waiting for a flush
 	WALBytes        int64 // bytes appended to WALs since Open
-	// WALWrites counts the commit groups written to WALs since Open, each
-	// in one write call: writes / WALWrites is the mean group size.
-	WALWrites int64
-	UserBytes int64 // key and value bytes written since Open
+	WALWrites       int64 // commit groups written to WALs since Open, one write call each
+	UserBytes       int64 // key and value bytes written since Open
 
 	Flushes      int64
 	FlushBytes   int64 // bytes of L0 tables written by flushes
