@@ -1,6 +1,7 @@
 package shale
 
 import (
+	"runtime"
 	"sync"
 	"time"
 
@@ -44,7 +45,9 @@ var pendingWrites = sync.Pool{
 func (db *DB) commit(b *Batch, syncWAL, forceFlush bool) error {
 	w := pendingWrites.Get().(*pendingWrite)
 	w.batch, w.sync, w.forceFlush = b, syncWAL, forceFlush
+	db.committing.Add(1)
 	err := db.commitQueued(w)
+	db.committing.Add(-1)
 	w.batch = nil
 	pendingWrites.Put(w)
 	return err
@@ -66,6 +69,7 @@ func (db *DB) commitQueued(w *pendingWrite) error {
 		}
 	}
 
+	db.gatherGroup()
 	// The leader swaps the queue for the spare one, so that writers queue
 	// into a slice that has already grown while this group commits.
 	db.commitMu.Lock()
@@ -137,6 +141,7 @@ func (db *DB) commitGroup(group []*pendingWrite) error {
 		return db.setBackgroundError(err)
 	}
 	db.stats.walBytes.Add(walBytes)
+	db.stats.walWrites.Add(1)
 	if sync {
 		if err := log.Sync(); err != nil {
 			return db.setBackgroundError(err)
@@ -337,5 +342,18 @@ func isClosing(ch chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// gatherGroup lets the other writes in commit reach the queue before the
+// leader takes it. A leader never blocks while it commits (a write call to
+// the page cache keeps its thread), so without this, writers that share a
+// core take turns at the scheduler's pace: each one commits alone, one
+// write call per write, until it is preempted. Yielding runs the writers
+// that are ready, and they queue up behind the leader; a lone writer never
+// yields.
+func (db *DB) gatherGroup() {
+	if db.committing.Load() > 1 {
+		runtime.Gosched()
 	}
 }

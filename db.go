@@ -82,6 +82,10 @@ type DB struct {
 	commitMu sync.Mutex
 	queue    []*pendingWrite
 	leading  bool
+	// committing counts the writes inside commit, queued, leading or
+	// about to return; the leader yields to the others before taking the
+	// queue when it is above 1 (see gatherGroup).
+	committing atomic.Int32
 	// spareQueue is the queue of the previous group, emptied, for the next
 	// leader to swap in (nil while a leader has it).
 	spareQueue []*pendingWrite
@@ -510,6 +514,7 @@ type dbStats struct {
 	compactionBytesIn  atomic.Int64
 	compactionBytesOut atomic.Int64
 	walBytes           atomic.Int64
+	walWrites          atomic.Int64
 	userBytes          atomic.Int64
 	stallNanos         atomic.Int64
 	slowdowns          atomic.Int64

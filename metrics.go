@@ -63,6 +63,7 @@ type Metrics struct {
 	TableCacheHits    int64
 	TableCacheReopens int64
 	WALBytes          int64 // bytes appended to WALs since Open
+	WALWrites         int64 // commit groups written to WALs since Open, one write call each
 	UserBytes         int64 // key and value bytes written since Open
 
 	Flushes      int64
@@ -165,6 +166,7 @@ func (db *DB) Metrics() Metrics {
 	m.MemoryTotal = m.FilterMemory + m.IndexMemory + m.MemTableBytes + m.ImmutableMemTableBytes +
 		m.BlockCacheBytes + m.RowCacheBytes
 	m.WALBytes = db.stats.walBytes.Load()
+	m.WALWrites = db.stats.walWrites.Load()
 	m.UserBytes = db.stats.userBytes.Load()
 	m.Flushes = db.stats.flushes.Load()
 	m.FlushBytes = db.stats.flushBytes.Load()

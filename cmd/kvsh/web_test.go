@@ -32,7 +32,7 @@ var webTestPrefix = shale.FixedPrefix(8)
 // that only the explicit flushes flush it.
 func multiLevelStore(t testing.TB) string {
 	dir := filepath.Join(t.TempDir(), "store")
-	db, err := shale.Open(dir, &shale.Options{MemTableSize: 64 << 20, LBaseMaxBytes: 32 << 10, TargetFileSize: 32 << 10, Prefix: webTestPrefix})
+	db, err := shale.Open(dir, &shale.Options{MemTableSize: 64 << 20, L0CompactionThreshold: 4, LBaseMaxBytes: 32 << 10, TargetFileSize: 32 << 10, Prefix: webTestPrefix})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 type Options struct {
 	// L0CompactionThreshold is the number of L0 files at which L0 is
 	// compacted into the base level. Every L0 file is a place a read may
-	// have to look, so this bounds read amplification. Default 4.
+	// have to look, so this bounds read amplification. Default 6.
 	L0CompactionThreshold int
 	// LBaseMaxBytes is the target size of the base level, the level L0
 	// compacts into (see Targets). Default 64 MiB.
@@ -30,7 +30,7 @@ type Options struct {
 // values in effect.
 func (o Options) WithDefaults() Options {
 	if o.L0CompactionThreshold <= 0 {
-		o.L0CompactionThreshold = 4
+		o.L0CompactionThreshold = 6
 	}
 	if o.LBaseMaxBytes == 0 {
 		o.LBaseMaxBytes = 64 << 20

@@ -224,7 +224,7 @@ func checkVersion(t *testing.T, v *manifest.Version) {
 
 func TestWithDefaults(t *testing.T) {
 	got := Options{L0CompactionThreshold: -1}.WithDefaults()
-	want := Options{L0CompactionThreshold: 4, LBaseMaxBytes: 64 << 20, LevelMultiplier: 10}
+	want := Options{L0CompactionThreshold: 6, LBaseMaxBytes: 64 << 20, LevelMultiplier: 10}
 	if got != want {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}

@@ -33,7 +33,11 @@ type store struct {
 	// newReader returns a lookup for one goroutine: it reports whether key
 	// is present, and done releases what the lookup holds.
 	newReader func() (get func(key []byte) (bool, error), done func() error)
-	close     func() error
+	// levelWrites returns the bytes of tables written into each level since
+	// the store was opened: by flushes into L0, by compactions below (moves
+	// that rewrite nothing are not counted). nil if the engine does not say.
+	levelWrites func() []int64
+	close       func() error
 }
 
 // engines are the stores the runner knows, by name. pebble-filters is the
@@ -65,10 +69,18 @@ func openShale(dir string) (*store, error) {
 		}
 		return err == nil, err
 	}
+	levelWrites := func() []int64 {
+		var w []int64
+		for _, l := range db.Metrics().Levels {
+			w = append(w, l.BytesWritten)
+		}
+		return w
+	}
 	return &store{
-		put:       db.Put,
-		newReader: func() (func([]byte) (bool, error), func() error) { return get, func() error { return nil } },
-		close:     db.Close,
+		put:         db.Put,
+		newReader:   func() (func([]byte) (bool, error), func() error) { return get, func() error { return nil } },
+		levelWrites: levelWrites,
+		close:       db.Close,
 	}, nil
 }
 
@@ -90,7 +102,14 @@ func openPebble(dir string, useFilters bool) (*store, error) {
 		return nil, err
 	}
 	s := &store{
-		put:   func(k, v []byte) error { return db.Set(k, v, pebble.NoSync) },
+		put: func(k, v []byte) error { return db.Set(k, v, pebble.NoSync) },
+		levelWrites: func() []int64 {
+			var w []int64
+			for _, l := range db.Metrics().Levels {
+				w = append(w, int64(l.TableBytesFlushed+l.TableBytesCompacted))
+			}
+			return w
+		},
 		close: db.Close,
 	}
 	if useFilters {

@@ -39,7 +39,11 @@ type result struct {
 	// start of the fill to the end of the settle over the user bytes.
 	SettleSeconds float64
 	WriteAmp      float64
-	PeakRSS       int64 // VmHWM, bytes
+	// LevelWrites: fills only, when the engine reports it. The bytes of
+	// tables written into each level (L0 first) from the start of the fill
+	// to the end of the settle, over the user bytes.
+	LevelWrites []float64
+	PeakRSS     int64 // VmHWM, bytes
 }
 
 // runChild opens engine's store in dir and runs one workload on it.
@@ -92,6 +96,11 @@ func runChild(engine, workload, dir string, n, reads int) (res result, err error
 		}
 		res.SettleSeconds = time.Since(settleStart).Seconds()
 		res.WriteAmp = float64(settled.WChar-before.WChar) / float64(n*(keySize+valueSize))
+		if s.levelWrites != nil {
+			for _, b := range s.levelWrites() {
+				res.LevelWrites = append(res.LevelWrites, float64(b)/float64(n*(keySize+valueSize)))
+			}
+		}
 	} else {
 		res.Ops = reads
 	}
@@ -305,4 +314,21 @@ func printTable(w io.Writer, workload string, results []result) {
 			amp, settle, float64(r.PeakRSS)/(1<<20), float64(ref.PeakRSS)/float64(r.PeakRSS))
 	}
 	fmt.Fprintln(w)
+	levels := false
+	for _, r := range results {
+		if len(r.LevelWrites) == 0 {
+			continue
+		}
+		levels = true
+		fmt.Fprintf(w, "%s, table bytes written into each level per user byte:", r.Engine)
+		for level, x := range r.LevelWrites {
+			if x > 0 {
+				fmt.Fprintf(w, " L%d %.2f", level, x)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	if levels {
+		fmt.Fprintln(w)
+	}
 }

@@ -73,6 +73,9 @@ func TestWorkloads(t *testing.T) {
 			if res.Ops != n || res.WriteAmp < 1 || res.IO.WChar < n*(keySize+valueSize) || res.PeakRSS <= 0 {
 				t.Fatalf("fillrandom: %+v", res)
 			}
+			if reports := name != "goleveldb"; reports != (len(res.LevelWrites) == 7) {
+				t.Fatalf("fillrandom: bytes written per level %v, want 7 levels from shale and Pebble, none from goleveldb", res.LevelWrites)
+			}
 			for _, r := range readers {
 				for _, w := range []string{"readrandom", "readmissing"} {
 					res, err := runChild(r, w, dir, n, n)
