@@ -52,3 +52,19 @@ func TestMetricsOpenFiles(t *testing.T) {
 		t.Errorf("Metrics: memory %d; filters %d, indexes %d", m.MemoryTotal, m.FilterMemory, m.IndexMemory)
 	}
 }
+
+// TestDefaultMaxOpenFiles checks MaxOpenFiles' default against the
+// descriptor limits it must stay under.
+func TestDefaultMaxOpenFiles(t *testing.T) {
+	for _, tc := range []struct {
+		limit uint64
+		want  int
+	}{{1 << 20, 10_000}, {20_000, 10_000}, {4096, 2048}, {1024, 512}, {100, 64}} {
+		if got := maxOpenFilesFor(tc.limit); got != tc.want {
+			t.Errorf("maxOpenFilesFor(%d) = %d, want %d", tc.limit, got, tc.want)
+		}
+	}
+	if d := defaultMaxOpenFiles(); d < 64 || d > 10_000 {
+		t.Errorf("defaultMaxOpenFiles() = %d, want 64 to 10,000", d)
+	}
+}

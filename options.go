@@ -36,15 +36,18 @@ type Options struct {
 	// file is closed and opened again when next read, which costs that
 	// read an open(2). Filters and indexes stay in memory whatever the
 	// bound. Besides these the DB holds its LOCK, WAL and MANIFEST open,
-	// and the tables a flush or compaction is writing. 0: 10,000.
+	// and the tables a flush or compaction is writing. 0: 10,000, or half
+	// the process's descriptor limit (RLIMIT_NOFILE) when that is less.
 	//
 	// The default keeps every table of a 100M-key store (about 6,000
 	// tables of 2 MiB) open, so that reads at that scale pay no reopens,
-	// while staying far below the descriptor limit a Go program runs with
-	// (Go raises the soft RLIMIT_NOFILE to the hard limit at startup,
-	// 524,288 or more on common Linux systems). LevelDB's and Pebble's
-	// 1,000 date from soft limits of 1,024; set a lower bound when the
-	// process has a low limit or shares it with many stores.
+	// where the limit allows: Go raises the soft RLIMIT_NOFILE to the hard
+	// limit at startup, 524,288 or more on common Linux systems, but some
+	// systems cap it at 4,096 or less, and running out of descriptors
+	// would stop the store. Half leaves the rest to the WAL, the MANIFEST,
+	// the tables being written and the rest of the program. LevelDB's and
+	// Pebble's 1,000 date from soft limits of 1,024; set a lower bound when
+	// the process shares its limit with many stores.
 	MaxOpenFiles int
 
 	// FS is the file system. nil: the operating system's.
@@ -161,7 +164,7 @@ func (o *Options) withDefaults() Options {
 	setDefault(&r.BloomBitsPerKey, 10)
 	setDefault(&r.BlockCacheSize, 8<<20)
 	setDefault(&r.BlockSize, 4<<10)
-	setDefault(&r.MaxOpenFiles, 10_000)
+	setDefault(&r.MaxOpenFiles, defaultMaxOpenFiles())
 	setDefault(&r.MaxImmutableMemTables, 2)
 	setDefault(&r.L0CompactionThreshold, 6)
 	// Writes must never wait for a compaction the picker would not start,
