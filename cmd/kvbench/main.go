@@ -74,6 +74,10 @@ func main() {
 	flag.BoolVar(&cfg.json, "json", false, "print the results as JSON")
 	flag.StringVar(&cfg.plot, "plot", "", "draw false-positive rates and disk reads per absent lookup (YCSB: throughput and p99 latencies) into this PNG file")
 	flag.Int64Var(&cfg.seed, "seed", 1, "random seed")
+	flag.IntVar(&cfg.reads, "reads", 0, "operations per read workload (0: -n)")
+	flag.BoolVar(&cfg.settle, "settle", false, "after each write workload, wait for its flushes and compactions and report its write amplification")
+	flag.StringVar(&cfg.scale, "scale", "", "comma-separated key counts (1e6,1e7,1e8): measure fill and reads at each, in fresh processes")
+	flag.StringVar(&cfg.scaleFrom, "scale-from", "", "comma-separated JSON outputs of -scale runs: print and plot their points instead of measuring")
 	flag.BoolVar(&cfg.metrics, "metrics", false, "print the store's metrics (write amplification, bytes written per level) after the run")
 	flag.Parse()
 	if flag.NArg() > 0 {
