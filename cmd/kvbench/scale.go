@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -64,6 +65,9 @@ func parseSizes(s string) ([]int, error) {
 // cfg.scaleFrom, reads the points of earlier -scale -json runs. Then it
 // prints the points and draws cfg.plot.
 func runScale(cfg config, out, progress io.Writer) error {
+	if cfg.scale != "" && cfg.scaleFrom != "" {
+		return errors.New("-scale and -scale-from: choose one")
+	}
 	var rep scaleReport
 	if cfg.scaleFrom != "" {
 		for file := range strings.SplitSeq(cfg.scaleFrom, ",") {
