@@ -264,36 +264,48 @@ func drawScalePlot(file string, points []scalePoint) error {
 		}
 		return xys
 	}
-	panel := func(title, ylabel string, lines ...any) (*plot.Plot, error) {
+	// panel draws lines against the key count. Time and syscalls per Get
+	// use a log scale (present and absent keys differ tenfold or more),
+	// widened so that the legend below the lines hides none of them.
+	panel := func(title, ylabel string, logY bool, lines ...any) (*plot.Plot, error) {
 		p := plot.New()
 		p.Title.Text = title
 		p.X.Label.Text = "keys in the store"
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 		p.Y.Label.Text = ylabel
-		p.Y.Min = 0
-		p.Legend.Top = true
+		if err := plotutil.AddLinePoints(p, lines...); err != nil {
+			return nil, err
+		}
+		if logY {
+			p.Y.Scale = plot.LogScale{}
+			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+			p.Y.Min, p.Y.Max = p.Y.Min/10, p.Y.Max*2
+		} else {
+			p.Y.Min, p.Y.Max = 0, p.Y.Max*1.3
+			p.Legend.Top = true
+		}
 		p.Legend.Left = true
-		return p, plotutil.AddLinePoints(p, lines...)
+		return p, nil
 	}
-	fill, err := panel("(a) fillrandom throughput", "ops/s",
+	fill, err := panel("(a) fillrandom throughput", "ops/s", false,
 		"1 writer, 16 B keys, 100 B values", line(func(r scaleRow) float64 { return r.fillOpsPerSec }))
 	if err != nil {
 		return err
 	}
-	amp, err := panel("(b) write amplification after the fill settles", "bytes written per user byte",
+	amp, err := panel("(b) write amplification after the fill settles", "bytes written per user byte", false,
 		"process wchar", line(func(r scaleRow) float64 { return r.writeAmpIO }),
 		"store metrics (WAL + flush + compaction)", line(func(r scaleRow) float64 { return r.writeAmpEng }))
 	if err != nil {
 		return err
 	}
-	ns, err := panel("(c) Get time", "ns per Get",
+	ns, err := panel("(c) Get time", "ns per Get (log scale)", true,
 		"present keys (readrandom)", line(func(r scaleRow) float64 { return r.getNs }),
 		"absent keys (readmissing)", line(func(r scaleRow) float64 { return r.missNs }))
 	if err != nil {
 		return err
 	}
-	sys, err := panel("(d) read syscalls per Get", "read syscalls per Get",
+	sys, err := panel("(d) read syscalls per Get", "read syscalls per Get (log scale)", true,
 		"present keys (readrandom)", line(func(r scaleRow) float64 { return r.getSyscalls }),
 		"absent keys (readmissing)", line(func(r scaleRow) float64 { return r.missSyscall }))
 	if err != nil {
