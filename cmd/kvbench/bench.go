@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -25,6 +26,8 @@ var allBenchmarks = []string{"fillseq", "fillrandom", "overwrite", "readrandom",
 type config struct {
 	benchmarks     []string
 	n              int
+	reads          int // operations per read workload (0: n)
+	settle         bool
 	keySize        int
 	valueSize      int
 	bloomBits      int
@@ -46,6 +49,17 @@ type config struct {
 	rowCache int
 	// memTableSize is Options.MemTableSize (0: the default).
 	memTableSize int
+	// scale is -scale's key counts, and scaleFrom -scale-from's files.
+	scale, scaleFrom string
+}
+
+// opsOf is the number of operations a workload runs: -reads for the read
+// workloads when set, else -n.
+func (cfg *config) opsOf(name string) int {
+	if !isWrite(name) && cfg.reads > 0 {
+		return cfg.reads
+	}
+	return cfg.n
 }
 
 func (cfg *config) validate() error {
@@ -60,6 +74,8 @@ func (cfg *config) validate() error {
 	switch {
 	case cfg.n < 1:
 		return errors.New("-n must be at least 1")
+	case cfg.reads < 0:
+		return errors.New("-reads must not be negative")
 	case cfg.keySize < len(strconv.Itoa(cfg.n-1)):
 		return fmt.Errorf("-key-size %d cannot hold %d distinct decimal keys: use at least %d", cfg.keySize, cfg.n, len(strconv.Itoa(cfg.n-1)))
 	case cfg.valueSize < 0:
@@ -95,6 +111,9 @@ func (cfg *config) options(bloomBits int, autoCompactions bool) *shale.Options {
 // run runs what cfg asks for and prints the report to out. Progress bars,
 // if cfg.progress, go to progress.
 func run(cfg config, out, progress io.Writer) error {
+	if cfg.scale != "" || cfg.scaleFrom != "" {
+		return runScale(cfg, out, progress)
+	}
 	if err := cfg.validate(); err != nil {
 		return err
 	}
@@ -150,7 +169,7 @@ func single(cfg config, dir string, progress io.Writer, rep *report) error {
 	}
 	defer b.close()
 	for _, name := range cfg.benchmarks {
-		r, err := b.run(name, cfg.n, progress)
+		r, err := b.run(name, cfg.opsOf(name), progress)
 		if err != nil {
 			return err
 		}
@@ -203,7 +222,7 @@ func compareFilters(cfg config, dir string, progress io.Writer, rep *report) err
 		}
 		benches = append(benches, b)
 		for _, name := range writes {
-			r, err := b.run(name, cfg.n, progress)
+			r, err := b.run(name, cfg.opsOf(name), progress)
 			if err != nil {
 				return err
 			}
@@ -219,7 +238,7 @@ func compareFilters(cfg config, dir string, progress io.Writer, rep *report) err
 	rep.SameShape = &same
 	for _, name := range reads {
 		for i, b := range benches {
-			r, err := b.run(name, cfg.n, progress)
+			r, err := b.run(name, cfg.opsOf(name), progress)
 			if err != nil {
 				return err
 			}
@@ -234,8 +253,8 @@ func compareFilters(cfg config, dir string, progress io.Writer, rep *report) err
 type bench struct {
 	cfg  config
 	db   *shale.DB
-	pool []byte // random bytes that values are cut from
-	perm []int  // fillrandom's order, made on first use
+	pool []byte      // random bytes that values are cut from
+	perm permutation // fillrandom's order
 }
 
 func openBench(cfg config, dir string, bloomBits int, autoCompactions bool) (*bench, error) {
@@ -248,7 +267,7 @@ func openBench(cfg config, dir string, bloomBits int, autoCompactions bool) (*be
 	for i := range pool {
 		pool[i] = byte(rng.Uint32())
 	}
-	return &bench{cfg: cfg, db: db, pool: pool}, nil
+	return &bench{cfg: cfg, db: db, pool: pool, perm: newPermutation(cfg.n, uint64(cfg.seed))}, nil
 }
 
 func (b *bench) close() { b.db.Close() }
@@ -262,7 +281,7 @@ type workload struct {
 
 var workloads = map[string]workload{
 	"fillseq":    {write: true, op: func(w *worker, i int) (bool, error) { return false, w.put(i) }},
-	"fillrandom": {write: true, op: func(w *worker, i int) (bool, error) { return false, w.put(w.b.perm[i]) }},
+	"fillrandom": {write: true, op: func(w *worker, i int) (bool, error) { return false, w.put(w.b.perm.at(i)) }},
 	"overwrite":  {write: true, op: func(w *worker, i int) (bool, error) { return false, w.put(w.rng.IntN(w.b.cfg.n)) }},
 	"readrandom": {op: func(w *worker, i int) (bool, error) {
 		return hit(w.b.db.Get(w.key(w.rng.IntN(w.b.cfg.n))))
@@ -298,13 +317,14 @@ func hit(_ []byte, err error) (bool, error) {
 func (b *bench) run(name string, n int, progress io.Writer) (result, error) {
 	wl := workloads[name]
 	c := b.cfg.concurrency
-	if name == "fillrandom" && b.perm == nil {
-		b.perm = newRand(b.cfg.seed, 1).Perm(b.cfg.n)
-	}
 	bar := progressbar.NewOptions(n, progressbar.OptionSetWriter(progress),
 		progressbar.OptionSetVisibility(b.cfg.progress), progressbar.OptionSetDescription(name),
 		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionClearOnFinish())
 	before := b.db.Metrics()
+	ioBefore, err := readProcIO()
+	if err != nil {
+		return result{}, err
+	}
 	start := time.Now()
 	var (
 		wg       sync.WaitGroup
@@ -342,13 +362,125 @@ func (b *bench) run(name string, n int, progress io.Writer) (result, error) {
 	if firstErr != nil {
 		return result{}, firstErr
 	}
-	return newResult(name, n, int(hits.Load()), wl.write, elapsed, before, b.db.Metrics()), nil
+	ioAfter, err := readProcIO()
+	if err != nil {
+		return result{}, err
+	}
+	rss, err := peakRSS()
+	if err != nil {
+		return result{}, err
+	}
+	r := newResult(name, n, int(hits.Load()), wl.write, elapsed, before, b.db.Metrics(), ioAfter.sub(ioBefore))
+	r.PeakRSS = rss
+	if b.cfg.settle && wl.write {
+		r.Settle, err = b.settle(before, ioBefore)
+	}
+	return r, err
 }
 
-// newRand returns the random stream number stream of seed: 0 for values, 1
-// for fillrandom's order, 2 and up for the workers.
+// newRand returns the random stream number stream of seed: 0 for values, 2
+// and up for the workers.
 func newRand(seed int64, stream int) *rand.Rand {
 	return rand.New(rand.NewPCG(uint64(seed), uint64(stream)))
+}
+
+// permutation is fillrandom's order: a bijection of 0..n-1 computed on
+// demand, so that a store of 100M keys does not carry an 800 MB table in
+// the peak RSS being measured. It mixes x in the smallest power-of-two range
+// that holds n with steps that are each a bijection of that range (adding
+// the seed, multiplying by an odd number, xor-ing with a right shift), and
+// walks the cycle until it lands below n.
+type permutation struct {
+	n, mask, seed uint64
+	shift         int
+}
+
+func newPermutation(n int, seed uint64) permutation {
+	b := max(bits.Len64(uint64(n-1)), 2)
+	return permutation{n: uint64(n), mask: 1<<b - 1, seed: seed, shift: (b + 1) / 2}
+}
+
+// at returns the i-th key of the order, 0 <= i < n.
+func (p permutation) at(i int) int {
+	x := uint64(i)
+	for {
+		for range 4 {
+			x = (x + p.seed) & p.mask
+			x = (x * 0xd1342543de82ef95) & p.mask
+			x ^= x >> p.shift
+		}
+		if x < p.n {
+			return int(x)
+		}
+	}
+}
+
+// Settling after a write workload (-settle): the store has settled when no
+// memtable waits for a flush, no level wants a compaction, and the process
+// has written less than quietBytes in quietFor. settleLimit bounds the wait.
+const (
+	quietFor    = time.Second
+	quietBytes  = 64 << 10
+	settlePoll  = 200 * time.Millisecond
+	settleLimit = time.Hour
+)
+
+// settle waits for the flushes and compactions the last write workload
+// left, and measures its write amplification from before, the metrics and
+// I/O counters at the workload's start, to the end of the wait.
+func (b *bench) settle(before shale.Metrics, ioBefore procIO) (*settleResult, error) {
+	start := time.Now()
+	last, err := readProcIO()
+	if err != nil {
+		return nil, err
+	}
+	quietSince, settled := start, false
+	for !settled && time.Since(start) < settleLimit {
+		time.Sleep(settlePoll)
+		cur, err := readProcIO()
+		if err != nil {
+			return nil, err
+		}
+		if cur.WChar-last.WChar >= quietBytes {
+			last, quietSince = cur, time.Now()
+			continue
+		}
+		settled = time.Since(quietSince) >= quietFor && compactionsDone(b.db.Metrics())
+	}
+	m := b.db.Metrics()
+	io, err := readProcIO()
+	if err != nil {
+		return nil, err
+	}
+	files, err := openFiles()
+	if err != nil {
+		return nil, err
+	}
+	user := float64(m.UserBytes - before.UserBytes)
+	written := m.WALBytes + m.FlushBytes + m.CompactionBytesOut - before.WALBytes - before.FlushBytes - before.CompactionBytesOut
+	return &settleResult{
+		Seconds:        time.Since(start).Seconds(),
+		Settled:        settled,
+		WriteAmpIO:     float64(io.WChar-ioBefore.WChar) / user,
+		WriteAmpEngine: float64(written) / user,
+		FilterBytes:    m.FilterMemory,
+		IndexBytes:     m.IndexMemory,
+		OpenFiles:      files,
+		Tree:           m.Shape(),
+	}, nil
+}
+
+// compactionsDone reports whether m shows no flush or compaction wanted.
+func compactionsDone(m shale.Metrics) bool {
+	if m.ImmutableTables > 0 {
+		return false
+	}
+	for _, l := range m.Levels {
+		if l.Score >= 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // worker is one goroutine's state.

@@ -1,7 +1,9 @@
 // Command kvbench runs db_bench-style workloads, or the YCSB core
 // workloads, against a fresh shale store.
 //
-//	kvbench [-benchmarks fillrandom,readrandom,...] [-n 1000000] [-compare-filters] [-json] [-plot FILE.png]
+//	kvbench [-benchmarks fillrandom,readrandom,...] [-n 1000000] [-reads N] [-settle] [-compare-filters] [-json] [-plot FILE.png]
+//	kvbench -scale 1e6,1e7,1e8 [-dir DIR] [-json] [-plot docs/scale.png]
+//	kvbench -scale-from a.json,b.json [-json] [-plot docs/scale.png]
 //	kvbench -workload ycsb-a|...|ycsb-f|ycsb-all [-records 100000] [-ops 100000] [-threads 1] [-row-cache BYTES] [-json] [-plot FILE.png]
 //
 // Workloads, run in the order given:
@@ -15,8 +17,32 @@
 //	seekrandom   seek to n random keys and read the entry there
 //
 // Key i is the decimal number i, zero-padded to -key-size bytes; values are
-// -value-size random bytes. -concurrency splits each workload's n operations
-// among that many goroutines. The stores are made in a temporary directory
+// -value-size random bytes. A store holds -n keys; each workload runs -n
+// operations, or -reads for the read workloads when set. -concurrency splits
+// each workload's operations among that many goroutines.
+//
+// Each workload reports its throughput, ns per operation, the store's disk
+// reads and filter checks per operation, the process's read and write
+// syscalls and bytes per operation (syscr, rchar, syscw and wchar of
+// /proc/self/io, so page-cache hits count) and its peak RSS so far (VmHWM);
+// reading them needs Linux's /proc.
+// -settle waits after each write workload until no flush or compaction is
+// left and the process has stopped writing, then reports the workload's
+// write amplification twice: the process's wchar over the user bytes (as
+// the peers runner, peers/cmd/dbbench, counts it) and the store's
+// Metrics.WriteAmp over the workload; and the filter and index bytes pinned
+// in memory, and the open file descriptors.
+//
+// -scale measures how the store scales: for each key count it runs
+// fillrandom, readrandom (present keys) and readmissing (absent keys inside
+// the key range) with -settle and at most 1M lookups per read workload, in
+// a fresh process and a fresh directory under -dir, removed once measured
+// (100M keys take about 12 GB). It prints a table, or with -json the
+// children's reports with the commit measured and the load average around
+// each run; -plot draws fill throughput, write amplification, Get time and
+// read syscalls per Get against the key count. -scale-from prints and plots
+// the points of earlier -scale -json outputs together, so that sizes can be
+// run separately. The stores are made in a temporary directory
 // that is removed afterwards, or in -dir (which must be empty or absent):
 // store, or filters and nofilter with -compare-filters, and plot (removed
 // once measured).
@@ -78,6 +104,10 @@ func main() {
 	flag.BoolVar(&cfg.json, "json", false, "print the results as JSON")
 	flag.StringVar(&cfg.plot, "plot", "", "draw false-positive rates and disk reads per absent lookup (YCSB: throughput and p99 latencies) into this PNG file")
 	flag.Int64Var(&cfg.seed, "seed", 1, "random seed")
+	flag.IntVar(&cfg.reads, "reads", 0, "operations per read workload (0: -n)")
+	flag.BoolVar(&cfg.settle, "settle", false, "after each write workload, wait for its flushes and compactions and report its write amplification")
+	flag.StringVar(&cfg.scale, "scale", "", "comma-separated key counts (1e6,1e7,1e8): measure fill and reads at each, in fresh processes")
+	flag.StringVar(&cfg.scaleFrom, "scale-from", "", "comma-separated JSON outputs of -scale runs: print and plot their points instead of measuring")
 	flag.BoolVar(&cfg.metrics, "metrics", false, "print the store's metrics (write amplification, bytes written per level) after the run")
 	var cpuProfile, memProfile string
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")

@@ -192,16 +192,19 @@ func drawPlot(file string, d *plotData) error {
 	l0.Legend.Top = true
 	l0.Legend.Left = true
 
-	return drawPanels(file, fp, l0)
+	return drawPanels(file, 2, fp, l0)
 }
 
-// drawPanels draws two plots side by side into a PNG file.
-func drawPanels(file string, left, right *plot.Plot) error {
-	img := vgimg.New(14*vg.Inch, 5*vg.Inch)
+// drawPanels draws plots into a PNG file, cols to a row, 7 by 5 inches
+// each.
+func drawPanels(file string, cols int, plots ...*plot.Plot) error {
+	rows := (len(plots) + cols - 1) / cols
+	img := vgimg.New(vg.Length(7*cols)*vg.Inch, vg.Length(5*rows)*vg.Inch)
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Inch / 2, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
-	left.Draw(tiles.At(dc, 0, 0))
-	right.Draw(tiles.At(dc, 1, 0))
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Inch / 2, PadY: vg.Inch / 4, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
+	for i, p := range plots {
+		p.Draw(tiles.At(dc, i%cols, i/cols))
+	}
 	f, err := os.Create(file)
 	if err != nil {
 		return err

@@ -13,7 +13,8 @@ import (
 )
 
 // result is one workload's measurements. Per-op figures are the store's
-// metrics counters over the workload divided by its operations.
+// metrics counters, or the process's I/O counters (/proc/self/io), over the
+// workload divided by its operations.
 type result struct {
 	Benchmark string `json:"benchmark"`
 	// Store is "bloom N" or "no filter" with -compare-filters, else empty.
@@ -23,13 +24,44 @@ type result struct {
 	Found               int     `json:"found"` // reads that found an entry
 	Seconds             float64 `json:"seconds"`
 	OpsPerSec           float64 `json:"ops_per_sec"`
-	MicrosPerOp         float64 `json:"us_per_op"`
+	NanosPerOp          float64 `json:"ns_per_op"`
 	DiskReadsPerOp      float64 `json:"disk_reads_per_op"`
 	FilterSkipsPerOp    float64 `json:"filter_skips_per_op"`
 	FalsePositivesPerOp float64 `json:"false_positives_per_op"`
+	// The process's read and write syscalls and the bytes they moved,
+	// per operation: syscr, rchar, syscw and wchar of /proc/self/io.
+	ReadSyscallsPerOp  float64 `json:"read_syscalls_per_op"`
+	ReadBytesPerOp     float64 `json:"read_bytes_per_op"`
+	WriteSyscallsPerOp float64 `json:"write_syscalls_per_op"`
+	WriteBytesPerOp    float64 `json:"write_bytes_per_op"`
+	// PeakRSS is the process's peak resident set (VmHWM) at the end of the
+	// workload, in bytes.
+	PeakRSS int64 `json:"peak_rss"`
+	// Settle is a write workload's aftermath, with -settle.
+	Settle *settleResult `json:"settle,omitempty"`
 }
 
-func newResult(name string, ops, found int, write bool, elapsed time.Duration, before, after shale.Metrics) result {
+// settleResult is what a write workload costs once its flushes and
+// compactions are done.
+type settleResult struct {
+	Seconds float64 `json:"seconds"` // the wait for the store to settle
+	// Settled is false if the store was still compacting after settleLimit.
+	Settled bool `json:"settled"`
+	// WriteAmpIO is the process's wchar from the workload's start to the end
+	// of the wait over the user bytes (keys and values) written, as the peers
+	// runner counts it; WriteAmpEngine is the same from the store's metrics:
+	// WAL, flush and compaction bytes over user bytes.
+	WriteAmpIO     float64 `json:"write_amp_io"`
+	WriteAmpEngine float64 `json:"write_amp_engine"`
+	// FilterBytes and IndexBytes are the filters and index blocks pinned in
+	// memory, outside the block cache.
+	FilterBytes int64  `json:"filter_bytes"`
+	IndexBytes  int64  `json:"index_bytes"`
+	OpenFiles   int    `json:"open_files"` // the process's file descriptors
+	Tree        string `json:"tree"`
+}
+
+func newResult(name string, ops, found int, write bool, elapsed time.Duration, before, after shale.Metrics, io procIO) result {
 	perOp := func(n int64) float64 { return float64(n) / float64(ops) }
 	return result{
 		Benchmark:           name,
@@ -38,10 +70,14 @@ func newResult(name string, ops, found int, write bool, elapsed time.Duration, b
 		Found:               found,
 		Seconds:             elapsed.Seconds(),
 		OpsPerSec:           float64(ops) / elapsed.Seconds(),
-		MicrosPerOp:         float64(elapsed.Microseconds()) / float64(ops),
+		NanosPerOp:          float64(elapsed.Nanoseconds()) / float64(ops),
 		DiskReadsPerOp:      perOp(after.DiskReads - before.DiskReads),
 		FilterSkipsPerOp:    perOp(after.FilterSkips - before.FilterSkips),
 		FalsePositivesPerOp: perOp(after.FilterFalsePositives - before.FilterFalsePositives),
+		ReadSyscallsPerOp:   perOp(io.SyscR),
+		ReadBytesPerOp:      perOp(io.RChar),
+		WriteSyscallsPerOp:  perOp(io.SyscW),
+		WriteBytesPerOp:     perOp(io.WChar),
 	}
 }
 
@@ -132,12 +168,22 @@ func writeTable(w io.Writer, results []result) {
 		}
 		return ""
 	}
-	fmt.Fprintf(tw, "benchmark\t%sops/s\tµs/op\tdisk reads/op\tfilter skips/op\tfalse pos/op\tfound\t\n", store(result{Store: "store"}))
+	fmt.Fprintf(tw, "benchmark\t%sops/s\tns/op\tdisk reads/op\tfilter skips/op\tfalse pos/op\tfound\tread sysc/op\tread B/op\twrite sysc/op\twrite B/op\tpeak RSS MiB\t\n", store(result{Store: "store"}))
 	for _, x := range results {
-		fmt.Fprintf(tw, "%s\t%s%.0f\t%.2f\t%.3f\t%.3f\t%.4f\t%s\t\n", x.Benchmark, store(x),
-			x.OpsPerSec, x.MicrosPerOp, x.DiskReadsPerOp, x.FilterSkipsPerOp, x.FalsePositivesPerOp, foundShare(x))
+		fmt.Fprintf(tw, "%s\t%s%.0f\t%.0f\t%.3f\t%.3f\t%.4f\t%s\t%.4f\t%.0f\t%.3f\t%.0f\t%.0f\t\n", x.Benchmark, store(x),
+			x.OpsPerSec, x.NanosPerOp, x.DiskReadsPerOp, x.FilterSkipsPerOp, x.FalsePositivesPerOp, foundShare(x),
+			x.ReadSyscallsPerOp, x.ReadBytesPerOp, x.WriteSyscallsPerOp, x.WriteBytesPerOp, float64(x.PeakRSS)/(1<<20))
 	}
 	tw.Flush()
+	for _, x := range results {
+		if s := x.Settle; s != nil {
+			fmt.Fprintf(w, "%s%s settled in %.1f s: write amp %.2f (wchar) / %.2f (store metrics); pinned filters %.1f MiB, indexes %.1f MiB; %d open files\n",
+				x.Benchmark, store(x), s.Seconds, s.WriteAmpIO, s.WriteAmpEngine, float64(s.FilterBytes)/(1<<20), float64(s.IndexBytes)/(1<<20), s.OpenFiles)
+			if !s.Settled {
+				fmt.Fprintf(w, "WARNING: %s was still compacting after %v\n", x.Benchmark, settleLimit)
+			}
+		}
+	}
 }
 
 func foundShare(x result) string {
@@ -169,12 +215,12 @@ func (r *report) writeComparison(w io.Writer) {
 	}
 	fmt.Fprintln(w, "reads, with filters | without filters:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "benchmark\tops/s\tµs/op\tdisk reads/op\tfilter skips/op\tfalse pos/op\tfound\t|\tops/s\tµs/op\tdisk reads/op\tfound\t")
+	fmt.Fprintln(tw, "benchmark\tops/s\tns/op\tdisk reads/op\tfilter skips/op\tfalse pos/op\tfound\t|\tops/s\tns/op\tdisk reads/op\tfound\t")
 	for i := 0; i+1 < len(reads); i += 2 {
 		a, b := reads[i], reads[i+1]
-		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.3f\t%.3f\t%.4f\t%s\t|\t%.0f\t%.2f\t%.3f\t%s\t\n", a.Benchmark,
-			a.OpsPerSec, a.MicrosPerOp, a.DiskReadsPerOp, a.FilterSkipsPerOp, a.FalsePositivesPerOp, foundShare(a),
-			b.OpsPerSec, b.MicrosPerOp, b.DiskReadsPerOp, foundShare(b))
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.3f\t%.3f\t%.4f\t%s\t|\t%.0f\t%.0f\t%.3f\t%s\t\n", a.Benchmark,
+			a.OpsPerSec, a.NanosPerOp, a.DiskReadsPerOp, a.FilterSkipsPerOp, a.FalsePositivesPerOp, foundShare(a),
+			b.OpsPerSec, b.NanosPerOp, b.DiskReadsPerOp, foundShare(b))
 	}
 	tw.Flush()
 	fmt.Fprintln(w, strings.TrimSpace(`

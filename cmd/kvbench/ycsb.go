@@ -212,5 +212,5 @@ func drawYCSBPlot(file string, y *ycsbReport) error {
 	lat.Legend.Top = true
 	lat.Legend.Left = true
 	lat.NominalX(names...)
-	return drawPanels(file, tp, lat)
+	return drawPanels(file, 2, tp, lat)
 }

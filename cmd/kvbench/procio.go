@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// procIO holds the counters of /proc/self/io that kvbench reports: read
+// and write syscalls (syscr, syscw) and the bytes they moved (rchar, wchar,
+// page cache hits included). They count the whole process.
+type procIO struct {
+	RChar, WChar, SyscR, SyscW int64
+}
+
+func (a procIO) sub(b procIO) procIO {
+	return procIO{a.RChar - b.RChar, a.WChar - b.WChar, a.SyscR - b.SyscR, a.SyscW - b.SyscW}
+}
+
+// readProcIO reads the process's I/O counters.
+func readProcIO() (procIO, error) {
+	var io procIO
+	fields := map[string]*int64{"rchar": &io.RChar, "wchar": &io.WChar, "syscr": &io.SyscR, "syscw": &io.SyscW}
+	seen := 0
+	err := procFields("/proc/self/io", func(name, value string) error {
+		p := fields[name]
+		if p == nil {
+			return nil
+		}
+		seen++
+		v, err := strconv.ParseInt(value, 10, 64)
+		*p = v
+		return err
+	})
+	if err == nil && seen < len(fields) {
+		err = fmt.Errorf("/proc/self/io lacks some of rchar, wchar, syscr, syscw")
+	}
+	return io, err
+}
+
+// peakRSS is VmHWM from /proc/self/status, in bytes: the process's peak
+// resident set so far.
+func peakRSS() (int64, error) {
+	var kb int64 = -1
+	err := procFields("/proc/self/status", func(name, value string) error {
+		if name != "VmHWM" {
+			return nil
+		}
+		v, err := strconv.ParseInt(strings.TrimSuffix(value, " kB"), 10, 64)
+		kb = v
+		return err
+	})
+	if err == nil && kb < 0 {
+		err = fmt.Errorf("/proc/self/status has no VmHWM")
+	}
+	return kb << 10, err
+}
+
+// openFiles counts the process's open file descriptors.
+func openFiles() (int, error) {
+	fds, err := os.ReadDir("/proc/self/fd")
+	return len(fds), err
+}
+
+// procFields calls f with each "name: value" line of a /proc file.
+func procFields(path string, f func(name, value string) error) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	for line := range bytes.Lines(data) {
+		name, value, ok := strings.Cut(strings.TrimSpace(string(line)), ":")
+		if !ok {
+			continue
+		}
+		if err := f(name, strings.TrimSpace(value)); err != nil {
+			return fmt.Errorf("%s: %s: %w", path, name, err)
+		}
+	}
+	return nil
+}
