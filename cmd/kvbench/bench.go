@@ -17,6 +17,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/shale-db/shale"
+	"github.com/shale-db/shale/internal/procstat"
 )
 
 // allBenchmarks are the workloads, in the default order.
@@ -321,7 +322,7 @@ func (b *bench) run(name string, n int, progress io.Writer) (result, error) {
 		progressbar.OptionSetVisibility(b.cfg.progress), progressbar.OptionSetDescription(name),
 		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionClearOnFinish())
 	before := b.db.Metrics()
-	ioBefore, err := readProcIO()
+	ioBefore, err := procstat.ReadIO()
 	if err != nil {
 		return result{}, err
 	}
@@ -362,15 +363,15 @@ func (b *bench) run(name string, n int, progress io.Writer) (result, error) {
 	if firstErr != nil {
 		return result{}, firstErr
 	}
-	ioAfter, err := readProcIO()
+	ioAfter, err := procstat.ReadIO()
 	if err != nil {
 		return result{}, err
 	}
-	rss, err := peakRSS()
+	rss, err := procstat.PeakRSS()
 	if err != nil {
 		return result{}, err
 	}
-	r := newResult(name, n, int(hits.Load()), wl.write, elapsed, before, b.db.Metrics(), ioAfter.sub(ioBefore))
+	r := newResult(name, n, int(hits.Load()), wl.write, elapsed, before, b.db.Metrics(), ioAfter.Sub(ioBefore))
 	r.PeakRSS = rss
 	if b.cfg.settle && wl.write {
 		r.Settle, err = b.settle(before, ioBefore)
@@ -428,16 +429,16 @@ const (
 // settle waits for the flushes and compactions the last write workload
 // left, and measures its write amplification from before, the metrics and
 // I/O counters at the workload's start, to the end of the wait.
-func (b *bench) settle(before shale.Metrics, ioBefore procIO) (*settleResult, error) {
+func (b *bench) settle(before shale.Metrics, ioBefore procstat.IO) (*settleResult, error) {
 	start := time.Now()
-	last, err := readProcIO()
+	last, err := procstat.ReadIO()
 	if err != nil {
 		return nil, err
 	}
 	quietSince, settled := start, false
 	for !settled && time.Since(start) < settleLimit {
 		time.Sleep(settlePoll)
-		cur, err := readProcIO()
+		cur, err := procstat.ReadIO()
 		if err != nil {
 			return nil, err
 		}
@@ -448,11 +449,11 @@ func (b *bench) settle(before shale.Metrics, ioBefore procIO) (*settleResult, er
 		settled = time.Since(quietSince) >= quietFor && compactionsDone(b.db.Metrics())
 	}
 	m := b.db.Metrics()
-	io, err := readProcIO()
+	io, err := procstat.ReadIO()
 	if err != nil {
 		return nil, err
 	}
-	files, err := openFiles()
+	files, err := procstat.OpenFiles()
 	if err != nil {
 		return nil, err
 	}

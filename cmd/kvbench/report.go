@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shale-db/shale"
+	"github.com/shale-db/shale/internal/procstat"
 )
 
 // result is one workload's measurements. Per-op figures are the store's
@@ -61,7 +62,7 @@ type settleResult struct {
 	Tree        string `json:"tree"`
 }
 
-func newResult(name string, ops, found int, write bool, elapsed time.Duration, before, after shale.Metrics, io procIO) result {
+func newResult(name string, ops, found int, write bool, elapsed time.Duration, before, after shale.Metrics, io procstat.IO) result {
 	perOp := func(n int64) float64 { return float64(n) / float64(ops) }
 	return result{
 		Benchmark:           name,

@@ -1,16 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"math/bits"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/shale-db/shale/internal/procstat"
 )
 
 const (
@@ -34,7 +33,7 @@ type result struct {
 	Seconds          float64 // the operations alone
 	OpsPerSec        float64
 	// IO is /proc/self/io's change over the operations alone.
-	IO procIO
+	IO procstat.IO
 	// SettleSeconds and WriteAmp: fills only. WriteAmp is wchar from the
 	// start of the fill to the end of the settle over the user bytes.
 	SettleSeconds float64
@@ -57,11 +56,11 @@ func runChild(engine, workload, dir string, n, reads int) (res result, err error
 			err = cerr
 		}
 		if err == nil {
-			res.PeakRSS, err = peakRSS()
+			res.PeakRSS, err = procstat.PeakRSS()
 		}
 	}()
 	res = result{Engine: engine, Workload: workload}
-	before, err := readProcIO()
+	before, err := procstat.ReadIO()
 	if err != nil {
 		return res, err
 	}
@@ -82,11 +81,11 @@ func runChild(engine, workload, dir string, n, reads int) (res result, err error
 		return res, err
 	}
 	res.Seconds = time.Since(start).Seconds()
-	after, err := readProcIO()
+	after, err := procstat.ReadIO()
 	if err != nil {
 		return res, err
 	}
-	res.IO = after.sub(before)
+	res.IO = after.Sub(before)
 	if strings.HasPrefix(workload, "fill") {
 		res.Ops = n
 		settleStart := time.Now()
@@ -212,15 +211,15 @@ func (p permutation) at(j int) uint64 {
 
 // settle waits until the process writes less than quietBytes in quietFor,
 // and returns the I/O counters then.
-func settle() (procIO, error) {
-	last, err := readProcIO()
+func settle() (procstat.IO, error) {
+	last, err := procstat.ReadIO()
 	if err != nil {
 		return last, err
 	}
 	quietSince := time.Now()
 	for deadline := time.Now().Add(settleLimit); time.Now().Before(deadline); {
 		time.Sleep(quietFor / 5)
-		cur, err := readProcIO()
+		cur, err := procstat.ReadIO()
 		if err != nil {
 			return cur, err
 		}
@@ -231,64 +230,6 @@ func settle() (procIO, error) {
 		}
 	}
 	return last, fmt.Errorf("still writing after %v", settleLimit)
-}
-
-// procIO holds the counters of /proc/self/io this runner reports.
-type procIO struct {
-	RChar, WChar, SyscR, SyscW int64
-}
-
-func (a procIO) sub(b procIO) procIO {
-	return procIO{a.RChar - b.RChar, a.WChar - b.WChar, a.SyscR - b.SyscR, a.SyscW - b.SyscW}
-}
-
-func readProcIO() (procIO, error) {
-	var io procIO
-	fields := map[string]*int64{"rchar": &io.RChar, "wchar": &io.WChar, "syscr": &io.SyscR, "syscw": &io.SyscW}
-	err := procFields("/proc/self/io", func(name, value string) error {
-		if p := fields[name]; p != nil {
-			v, err := strconv.ParseInt(value, 10, 64)
-			*p = v
-			return err
-		}
-		return nil
-	})
-	return io, err
-}
-
-// peakRSS is VmHWM from /proc/self/status, in bytes.
-func peakRSS() (int64, error) {
-	var kb int64 = -1
-	err := procFields("/proc/self/status", func(name, value string) error {
-		if name != "VmHWM" {
-			return nil
-		}
-		v, err := strconv.ParseInt(strings.TrimSuffix(value, " kB"), 10, 64)
-		kb = v
-		return err
-	})
-	if err == nil && kb < 0 {
-		err = fmt.Errorf("/proc/self/status has no VmHWM")
-	}
-	return kb << 10, err
-}
-
-// procFields calls f with each "name: value" line of a /proc file.
-func procFields(path string, f func(name, value string) error) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	for line := range bytes.Lines(data) {
-		name, value, ok := strings.Cut(strings.TrimSpace(string(line)), ":")
-		if !ok {
-			continue
-		}
-		if err := f(name, strings.TrimSpace(value)); err != nil {
-			return fmt.Errorf("%s: %s: %w", path, name, err)
-		}
-	}
-	return nil
 }
 
 // printTable writes one workload's results as a markdown table. The first

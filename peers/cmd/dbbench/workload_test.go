@@ -29,28 +29,6 @@ func TestKeys(t *testing.T) {
 	}
 }
 
-// TestProcIO checks that the counters the runner reports are read and move.
-func TestProcIO(t *testing.T) {
-	a, err := readProcIO()
-	if err != nil {
-		t.Skip("no /proc/self/io:", err)
-	}
-	if _, err := readProcIO(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := readProcIO()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := b.sub(a); d.SyscR < 2 || d.RChar <= 0 {
-		t.Fatalf("two reads of /proc/self/io counted %+v", d)
-	}
-	rss, err := peakRSS()
-	if err != nil || rss <= 0 {
-		t.Fatalf("peakRSS = %d, %v", rss, err)
-	}
-}
-
 // TestWorkloads runs every workload on every engine on a small store, in
 // this process: the reads check every answer, so a store that lost keys or
 // invented them fails here.

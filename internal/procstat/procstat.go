@@ -1,4 +1,8 @@
-package main
+// Package procstat reads what Linux's /proc says of this process, for the
+// benchmarks (cmd/kvbench, and the peers module's runner): its I/O
+// counters, its peak resident set and its open file descriptors. Other
+// systems have no /proc, and every function then returns an error.
+package procstat
 
 import (
 	"bytes"
@@ -8,20 +12,21 @@ import (
 	"strings"
 )
 
-// procIO holds the counters of /proc/self/io that kvbench reports: read
+// IO holds the counters of /proc/self/io that the benchmarks report: read
 // and write syscalls (syscr, syscw) and the bytes they moved (rchar, wchar,
 // page cache hits included). They count the whole process.
-type procIO struct {
+type IO struct {
 	RChar, WChar, SyscR, SyscW int64
 }
 
-func (a procIO) sub(b procIO) procIO {
-	return procIO{a.RChar - b.RChar, a.WChar - b.WChar, a.SyscR - b.SyscR, a.SyscW - b.SyscW}
+// Sub returns the counts from b to a.
+func (a IO) Sub(b IO) IO {
+	return IO{a.RChar - b.RChar, a.WChar - b.WChar, a.SyscR - b.SyscR, a.SyscW - b.SyscW}
 }
 
-// readProcIO reads the process's I/O counters.
-func readProcIO() (procIO, error) {
-	var io procIO
+// ReadIO reads the process's I/O counters.
+func ReadIO() (IO, error) {
+	var io IO
 	fields := map[string]*int64{"rchar": &io.RChar, "wchar": &io.WChar, "syscr": &io.SyscR, "syscw": &io.SyscW}
 	seen := 0
 	err := procFields("/proc/self/io", func(name, value string) error {
@@ -40,9 +45,9 @@ func readProcIO() (procIO, error) {
 	return io, err
 }
 
-// peakRSS is VmHWM from /proc/self/status, in bytes: the process's peak
+// PeakRSS is VmHWM from /proc/self/status, in bytes: the process's peak
 // resident set so far.
-func peakRSS() (int64, error) {
+func PeakRSS() (int64, error) {
 	var kb int64 = -1
 	err := procFields("/proc/self/status", func(name, value string) error {
 		if name != "VmHWM" {
@@ -58,8 +63,8 @@ func peakRSS() (int64, error) {
 	return kb << 10, err
 }
 
-// openFiles counts the process's open file descriptors.
-func openFiles() (int, error) {
+// OpenFiles counts the process's open file descriptors.
+func OpenFiles() (int, error) {
 	fds, err := os.ReadDir("/proc/self/fd")
 	return len(fds), err
 }
