@@ -47,16 +47,8 @@ func (s *ddState) loadMultiples(d *datadriven.TestData) (string, error) {
 		for i := j * every; i < n; i += files * every {
 			b.Put(fmt.Appendf(nil, "%016d", i*step), []byte(value))
 		}
-		if err := s.db.Apply(b); err != nil {
+		if err := s.flushBatch(d, b); err != nil {
 			return "", err
-		}
-		if err := s.db.Flush(); err != nil {
-			return "", err
-		}
-		if d.HasArg("settle") {
-			if err := s.settle(); err != nil {
-				return "", err
-			}
 		}
 	}
 	s.multiples, s.step = n, step

@@ -34,6 +34,21 @@ type ddState struct {
 	multiples, step int
 }
 
+// flushBatch applies b and flushes it into a table of its own, then, when
+// d has the settle argument, waits for the compactions the picker wants.
+func (s *ddState) flushBatch(d *datadriven.TestData, b *Batch) error {
+	if err := s.db.Apply(b); err != nil {
+		return err
+	}
+	if err := s.db.Flush(); err != nil {
+		return err
+	}
+	if d.HasArg("settle") {
+		return s.settle()
+	}
+	return nil
+}
+
 // TestDataDriven runs the cases in testdata/. Commands:
 //
 //	open [bloom=N|none] [filter=bloomN|monkeyN|ribbonN|fuse|none] [memtable=BYTES] [cache=BYTES|off] [compactions=off] [block=BYTES]
@@ -229,16 +244,8 @@ func (s *ddState) exec(d *datadriven.TestData) (string, error) {
 			for i := j; i < n; i += files {
 				b.Put(fmt.Appendf(nil, "%s%06d", prefix, i), []byte(value))
 			}
-			if err := s.db.Apply(b); err != nil {
+			if err := s.flushBatch(d, b); err != nil {
 				return "", err
-			}
-			if err := s.db.Flush(); err != nil {
-				return "", err
-			}
-			if d.HasArg("settle") {
-				if err := s.settle(); err != nil {
-					return "", err
-				}
 			}
 		}
 		s.loaded, s.loadedPrefix = n, prefix
@@ -377,16 +384,8 @@ func (s *ddState) loadGroups(d *datadriven.TestData) (string, error) {
 				b.Put(fmt.Appendf(groupPrefix(g), "%04d", i), []byte("value"))
 			}
 		}
-		if err := s.db.Apply(b); err != nil {
+		if err := s.flushBatch(d, b); err != nil {
 			return "", err
-		}
-		if err := s.db.Flush(); err != nil {
-			return "", err
-		}
-		if d.HasArg("settle") {
-			if err := s.settle(); err != nil {
-				return "", err
-			}
 		}
 	}
 	s.groups = groups
