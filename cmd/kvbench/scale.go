@@ -120,9 +120,14 @@ func scaleChild(cfg config, n int, progress io.Writer) (scalePoint, error) {
 		defer os.RemoveAll(tmp)
 		root = tmp
 	}
-	dir := filepath.Join(root, strconv.Itoa(n))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(root, 0o755); err != nil {
 		return scalePoint{}, err
+	}
+	// The size's directory is made here and removed afterwards, so it must
+	// not exist already: what is in it is not this run's to delete.
+	dir := filepath.Join(root, strconv.Itoa(n))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return scalePoint{}, fmt.Errorf("-scale %d keys: %w (kvbench makes this directory and removes it afterwards)", n, err)
 	}
 	defer os.RemoveAll(dir)
 	self, err := os.Executable()

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"image/png"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -144,5 +146,25 @@ func TestScaleFrom(t *testing.T) {
 	cfg.scale = "1e3"
 	if err := run(cfg, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "choose one") {
 		t.Errorf("-scale with -scale-from: error %v", err)
+	}
+}
+
+// TestScaleKeepsExistingDir checks that -scale refuses a size whose
+// directory already exists under -dir, and leaves what is in it alone: the
+// run removes the directories it makes, and only those.
+func TestScaleKeepsExistingDir(t *testing.T) {
+	root := t.TempDir()
+	mine := filepath.Join(root, "1000", "notes.txt")
+	if err := os.MkdirAll(filepath.Dir(mine), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mine, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scaleChild(config{dir: root}, 1000, io.Discard); err == nil || !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("scaleChild into an existing directory: %v, want an error that it exists", err)
+	}
+	if b, err := os.ReadFile(mine); err != nil || string(b) != "keep me" {
+		t.Fatalf("the file already there: %q, %v", b, err)
 	}
 }
