@@ -190,8 +190,9 @@ type scaleRow struct {
 	writeAmpIO, writeAmpEng  float64
 	pinnedBytes              float64
 	peakRSS                  float64
-	getNs, missNs            float64 // readrandom, readmissing
-	getSyscalls, missSyscall float64 // read syscalls per lookup
+	getNs, missNs            float64       // readrandom, readmissing
+	getSyscalls, missSyscall float64       // read syscalls per lookup
+	settle                   *settleResult // the fill's
 }
 
 func scaleRowOf(p scalePoint) (scaleRow, error) {
@@ -219,7 +220,7 @@ func scaleRowOf(p scalePoint) (scaleRow, error) {
 	if err != nil {
 		return r, err
 	}
-	r.fillOpsPerSec = fill.OpsPerSec
+	r.fillOpsPerSec, r.settle = fill.OpsPerSec, fill.Settle
 	r.writeAmpIO, r.writeAmpEng = fill.Settle.WriteAmpIO, fill.Settle.WriteAmpEngine
 	r.pinnedBytes = float64(fill.Settle.FilterBytes + fill.Settle.IndexBytes)
 	r.peakRSS = float64(max(fill.PeakRSS, get.PeakRSS, miss.PeakRSS))
@@ -239,7 +240,7 @@ func writeScaleTable(w io.Writer, points []scalePoint) {
 			fmt.Fprintf(tw, "| %d\t| %v\t|\n", p.Report.Config.N, err)
 			continue
 		}
-		s := p.Report.Results[0].Settle
+		s := r.settle
 		settled := ""
 		if !s.Settled {
 			settled = " (still compacting)"
