@@ -77,8 +77,12 @@ func startWeb(sh *shell, ln net.Listener) *webServer {
 		loopback: addr.IP.IsLoopback(),
 		served:   make(chan struct{}),
 	}
+	h := webHandler(sh, webPageData{Addr: ln.Addr().String(), Loopback: w.loopback})
+	if w.loopback {
+		h = loopbackHostsOnly(h)
+	}
 	w.srv = &http.Server{
-		Handler:           webHandler(sh, webPageData{Addr: ln.Addr().String(), Loopback: w.loopback}),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	go func() {
@@ -201,6 +205,25 @@ func webHandler(sh *shell, page webPageData) http.Handler {
 		writeJSON(w, sc, err)
 	})
 	return mux
+}
+
+// loopbackHostsOnly answers 403 to a request whose Host is not a loopback
+// name. A server on loopback is out of other machines' reach, but a web
+// page in the user's browser could point a name of its own at 127.0.0.1
+// (DNS rebinding) and read the store through it; such a request carries
+// that name as its Host.
+func loopbackHostsOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host = r.Host
+		}
+		if ip := net.ParseIP(strings.Trim(host, "[]")); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			http.Error(w, "this view answers requests to a loopback address only", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // writeJSON answers v as JSON, or err as {"error": ...} with status 503

@@ -504,13 +504,18 @@ func TestWebCommand(t *testing.T) {
 		t.Errorf("web again printed %q", got)
 	}
 
-	stop := make(chan struct{})
+	stop, polled := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	var polls int
 	var pollErr error
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer func() {
+			if polls == 0 {
+				close(polled) // the poller failed: let the test go on to report it
+			}
+		}()
 		for {
 			select {
 			case <-stop:
@@ -534,9 +539,18 @@ func TestWebCommand(t *testing.T) {
 				pollErr = fmt.Errorf("status %d, %d levels: read a closed store?", res.StatusCode, len(st.Levels))
 				return
 			}
-			polls++
+			if polls++; polls == 1 {
+				close(polled)
+			}
 		}
 	}()
+	// The commands start once a poll has been answered, so that the
+	// reopens below race polls.
+	select {
+	case <-polled:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no poll answered in 30 s")
+	}
 	other := filepath.Join(t.TempDir(), "other")
 	for _, line := range []string{"load 3000", "bloom 5", "load 3000", "autocompact off", "flush", "open " + other, "load 100", "rowcache 4096"} {
 		if got := run(line); strings.Contains(got, "error") {
@@ -554,6 +568,22 @@ func TestWebCommand(t *testing.T) {
 	}
 	if _, err := http.Get(url); err == nil {
 		t.Errorf("the view still answers after web stop")
+	}
+	// A name other than loopback's is refused: it is how a page in the
+	// browser would reach the view through DNS rebinding.
+	req := httptest.NewRequest("GET", "/api/state", nil)
+	req.Host = "rebound.example:80"
+	rec := httptest.NewRecorder()
+	loopbackHostsOnly(webHandler(sh, webPageData{})).ServeHTTP(rec, req)
+	if rec.Code != http.StatusForbidden {
+		t.Errorf("a request for host %s got %d, want 403", req.Host, rec.Code)
+	}
+	for _, host := range []string{"127.0.0.1:8080", "localhost:1", "[::1]:2", "localhost"} {
+		req.Host, rec = host, httptest.NewRecorder()
+		loopbackHostsOnly(http.NotFoundHandler()).ServeHTTP(rec, req)
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("a request for host %s got %d, want it passed on", host, rec.Code)
+		}
 	}
 	if got := run("web 0.0.0.0:0"); !strings.Contains(got, "which is not loopback, as you asked") {
 		t.Errorf("web 0.0.0.0:0 printed %q", got)
