@@ -187,6 +187,7 @@ func TestWebBrowser(t *testing.T) {
 		chromedp.ExecPath(chromium),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-dev-shm-usage", true), // containers give /dev/shm 64 MB
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
