@@ -302,6 +302,32 @@ type ScanStep struct {
 	BlocksFromDisk, BlocksFromCache int
 }
 
+// Outcome says in words what the scan did with the step's source and what
+// that cost, as ScanTrace.String prints it: "range filter: definitely not;
+// skipped, no I/O", or "prefix filter: maybe; read: 3 entries; blocks: 1
+// from disk, 0 from cache".
+func (s ScanStep) Outcome() string {
+	outcome := s.Reason.String()
+	if s.Reason == ScanRead && s.PrefixChecked {
+		outcome = "prefix filter: maybe; " + outcome
+	}
+	if s.RangeChecked && s.Reason != ScanRangeFilter {
+		outcome = "range filter: maybe; " + outcome
+	}
+	if s.Reason != ScanRead {
+		return outcome + "; skipped, no I/O"
+	}
+	if s.Entries == 1 {
+		outcome += ": 1 entry"
+	} else {
+		outcome += fmt.Sprintf(": %d entries", s.Entries)
+	}
+	if s.FileNum != 0 {
+		outcome += fmt.Sprintf("; blocks: %d from disk, %d from cache", s.BlocksFromDisk, s.BlocksFromCache)
+	}
+	return outcome
+}
+
 // ScanReason is what a scan decided about a memtable or table.
 type ScanReason int
 
@@ -492,26 +518,7 @@ func (t *ScanTrace) String() string {
 		case s.FileNum != 0:
 			keyRange = fmt.Sprintf("[%s .. %s%s", FormatKey(s.Smallest), FormatKey(s.Largest), TraceStep{LargestExclusive: s.LargestExclusive}.rangeEnd())
 		}
-		outcome := s.Reason.String()
-		if s.Reason == ScanRead && s.PrefixChecked {
-			outcome = "prefix filter: maybe; " + outcome
-		}
-		if s.RangeChecked && s.Reason != ScanRangeFilter {
-			outcome = "range filter: maybe; " + outcome
-		}
-		if s.Reason == ScanRead {
-			entries := fmt.Sprintf("%d entries", s.Entries)
-			if s.Entries == 1 {
-				entries = "1 entry"
-			}
-			outcome += ": " + entries
-			if s.FileNum != 0 {
-				outcome += fmt.Sprintf("; blocks: %d from disk, %d from cache", s.BlocksFromDisk, s.BlocksFromCache)
-			}
-		} else {
-			outcome += "; skipped, no I/O"
-		}
-		fmt.Fprintf(tw, "  %d.\t%s\t%s\t%s\n", i+1, s.Source, keyRange, outcome)
+		fmt.Fprintf(tw, "  %d.\t%s\t%s\t%s\n", i+1, s.Source, keyRange, s.Outcome())
 		disk += s.BlocksFromDisk
 		cached += s.BlocksFromCache
 		if s.PrefixChecked {

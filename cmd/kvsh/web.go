@@ -539,6 +539,7 @@ type webScanStep struct {
 	Reason          string `json:"reason"`
 	PrefixChecked   bool   `json:"prefixChecked"`
 	RangeChecked    bool   `json:"rangeChecked"`
+	Outcome         string `json:"outcome"` // ScanStep.Outcome, as explain scan words it
 	Entries         int    `json:"entries"`
 	BlocksFromDisk  int    `json:"blocksFromDisk"`
 	BlocksFromCache int    `json:"blocksFromCache"`
@@ -558,7 +559,7 @@ func buildScan(t *shale.ScanTrace, ks keySpace) webScan {
 	for _, s := range t.Steps {
 		ws := webScanStep{
 			Source: s.Source, Level: s.Level, FileNum: s.FileNum, Files: s.Files, Reason: s.Reason.String(),
-			PrefixChecked: s.PrefixChecked, RangeChecked: s.RangeChecked, Entries: s.Entries, BlocksFromDisk: s.BlocksFromDisk, BlocksFromCache: s.BlocksFromCache,
+			PrefixChecked: s.PrefixChecked, RangeChecked: s.RangeChecked, Outcome: s.Outcome(), Entries: s.Entries, BlocksFromDisk: s.BlocksFromDisk, BlocksFromCache: s.BlocksFromCache,
 		}
 		if s.FileNum != 0 {
 			ws.Range = tableRange(s.Smallest, s.Largest, s.LargestExclusive)

@@ -364,6 +364,11 @@ func checkScan(t *testing.T, q scanQuery, got webScan, want *shale.ScanTrace) {
 			end := map[bool]string{false: "]", true: ")"}[w.LargestExclusive]
 			wantRange = "[" + shale.FormatKey(w.Smallest) + " .. " + shale.FormatKey(w.Largest) + end
 		}
+		wantOutcome := w
+		wantOutcome.BlocksFromDisk, wantOutcome.BlocksFromCache = g.BlocksFromDisk, g.BlocksFromCache
+		if g.Outcome != wantOutcome.Outcome() {
+			t.Errorf("scan %+v, step %d: outcome %q, want %q", q, i+1, g.Outcome, wantOutcome.Outcome())
+		}
 		if g.Source != w.Source || g.Level != w.Level || g.FileNum != w.FileNum || g.Files != w.Files || g.Range != wantRange ||
 			g.Reason != w.Reason.String() || g.PrefixChecked != w.PrefixChecked || g.RangeChecked != w.RangeChecked || g.Entries != w.Entries ||
 			g.BlocksFromDisk+g.BlocksFromCache != w.BlocksFromDisk+w.BlocksFromCache {

@@ -241,7 +241,7 @@ function drawScanPath(svg) {
   const x0 = keyX(scan.x0);
   svg.append(el("rect", { id: "scan-band", x: x0, y: 0, width: Math.max(keyX(scan.x1) - x0, 2), height: rowTop(LEVELS) }));
   drawOverlay(svg, "scan-overlay", scan.steps.map(scanPoint),
-    scan.steps.map((s) => ({ cls: scanReasonClass(s.reason), mark: s.reason, source: s.source, title: scanOutcome(s) })));
+    scan.steps.map((s) => ({ cls: scanReasonClass(s.reason), mark: s.reason, source: s.source, title: s.outcome })));
 }
 
 // drawSteps lists the trace's steps beside the tree.
@@ -285,17 +285,6 @@ async function lookup(ev) {
   }
 }
 
-// scanOutcome says what the scan did with step s, as explain scan does.
-function scanOutcome(s) {
-  let out = `${s.reason}; skipped, no I/O`;
-  if (s.reason === "read") {
-    out = (s.prefixChecked ? "prefix filter: maybe; " : "") + `read: ${s.entries} ${s.entries === 1 ? "entry" : "entries"}`;
-    if (s.fileNum) out += `; blocks: ${s.blocksFromDisk} from disk, ${s.blocksFromCache} from cache`;
-  }
-  if (s.rangeChecked && s.reason !== "range filter: definitely not") out = "range filter: maybe; " + out;
-  return out;
-}
-
 // drawScanSteps lists the scan's steps beside the tree, and its result.
 function drawScanSteps(query) {
   const ol = $("scan-path");
@@ -311,7 +300,7 @@ function drawScanSteps(query) {
     li.append(html("b", { class: "source" }, s.source));
     if (s.range) li.append(" ", html("code", {}, s.range));
     if (s.files) li.append(" ", html("code", {}, `${s.files} table${s.files === 1 ? "" : "s"}`));
-    li.append(html("div", { class: "outcome" }, scanOutcome(s)));
+    li.append(html("div", { class: "outcome" }, s.outcome));
     ol.append(li);
     disk += s.blocksFromDisk;
     cached += s.blocksFromCache;
