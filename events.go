@@ -12,10 +12,11 @@ import (
 //
 // The hooks are called after the new version is installed, from the
 // goroutine that did the work: the flush or compaction goroutine, or the
-// caller of Compact. No lock of the DB's is held, but the next flush or
-// compaction waits for the hook to return, so a hook must be quick, and it
-// must not call the DB (Compact's caller holds the DB open while its hook
-// runs, so a hook that waited on Close would never return).
+// caller of Compact. FlushEnd runs with no lock of the DB's held;
+// CompactionEnd runs holding the lock that lets one compaction run at a
+// time. The next flush or compaction waits for the hook to return, so a
+// hook must be quick, and it must not call the DB: a hook that called
+// Compact, or waited on Close, would never return.
 type EventListener struct {
 	// FlushEnd is called after each flush that wrote a table.
 	FlushEnd func(FlushInfo)

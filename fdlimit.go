@@ -11,7 +11,7 @@ func defaultMaxOpenFiles() int {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
 		return 1_000
 	}
-	return maxOpenFilesFor(l.Cur)
+	return maxOpenFilesFor(uint64(l.Cur)) // int64 on some BSDs
 }
 
 // maxOpenFilesFor is the default bound under a descriptor limit.

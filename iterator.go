@@ -181,7 +181,7 @@ func (p *scanPlan) open(v *version, level int, m *manifest.FileMeta) base.Intern
 		it = &countingIter{InternalIterator: r.TraceIter(p.lower, p.upper, &f.blocks), n: &f.step.Entries}
 	}
 	if maybe != nil {
-		it = &rangeFilterCheckedIter{InternalIterator: it, lower: p.lower, upper: p.upper, maybe: maybe}
+		it = &rangeFilterCheckedIter{InternalIterator: it, maybe: maybe}
 	}
 	return it
 }
@@ -220,19 +220,17 @@ func (p *scanPlan) rangeFilter(r *sstable.Reader, fileNum uint64) (maybe *rangeF
 type rangeFilterMaybe struct{ positioned, hit bool }
 
 // rangeFilterCheckedIter is the iterator of a table whose range filter said
-// "maybe" for [lower, upper): it records in maybe what the read found.
+// "maybe" for the scan's bounds: it records in maybe what the read found.
+// The table's iterator is bounded by the same bounds, so any entry it
+// yields is a hit.
 type rangeFilterCheckedIter struct {
 	base.InternalIterator
-	lower, upper []byte
-	maybe        *rangeFilterMaybe
+	maybe *rangeFilterMaybe
 }
 
 func (i *rangeFilterCheckedIter) note(ok bool) bool {
 	i.maybe.positioned = true
-	if ok && !i.maybe.hit {
-		k := i.Key().UserKey
-		i.maybe.hit = bytes.Compare(k, i.lower) >= 0 && bytes.Compare(k, i.upper) < 0
-	}
+	i.maybe.hit = i.maybe.hit || ok
 	return ok
 }
 

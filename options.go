@@ -37,7 +37,8 @@ type Options struct {
 	// read an open(2). Filters and indexes stay in memory whatever the
 	// bound. Besides these the DB holds its LOCK, WAL and MANIFEST open,
 	// and the tables a flush or compaction is writing. 0: 10,000, or half
-	// the process's descriptor limit (RLIMIT_NOFILE) when that is less.
+	// the process's descriptor limit (RLIMIT_NOFILE) when that is less, but
+	// at least 64; 1,000 if the limit cannot be read.
 	//
 	// The default keeps every table of a 100M-key store (about 6,000
 	// tables of 2 MiB) open, so that reads at that scale pay no reopens,

@@ -194,9 +194,11 @@ func TestRangeFilterUserMapEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	scan := func(db *DB) (found int) {
+	// scan scans 200 ranges of 500 values from offset past a key: none
+	// holds a key for offset 1; each starts on one for offset 0.
+	scan := func(db *DB, offset uint64) (found int) {
 		for i := range 200 {
-			lo := uint64(i*10)*1000 + 1 // between keys
+			lo := uint64(i*10)*1000 + offset
 			it := db.NewIter(&IterOptions{LowerBound: key(lo), UpperBound: key(lo + 500)})
 			if it.First() {
 				found++
@@ -207,11 +209,14 @@ func TestRangeFilterUserMapEngine(t *testing.T) {
 		}
 		return found
 	}
-	if found := scan(db); found != 0 {
+	if found := scan(db, 1); found != 0 {
 		t.Fatalf("%d empty scans found an entry", found)
 	}
 	if m := db.Metrics(); m.RangeFilterSkips < 790 || m.DiskReads > 50 {
 		t.Fatalf("with the map: %d range-filter skips, %d disk reads; want nearly 800 skips", m.RangeFilterSkips, m.DiskReads)
+	}
+	if found := scan(db, 0); found != 200 {
+		t.Fatalf("with the map: %d of 200 scans that start on a key found it", found)
 	}
 	db.Close()
 	opts.RangeFilter = &rangefilter.Options{Map: be("other")}
@@ -219,8 +224,11 @@ func TestRangeFilterUserMapEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if found := scan(db); found != 0 {
+	if found := scan(db, 1); found != 0 {
 		t.Fatalf("%d empty scans found an entry", found)
+	}
+	if found := scan(db, 0); found != 200 {
+		t.Fatalf("another map's name: %d of 200 scans that start on a key found it", found)
 	}
 	if m := db.Metrics(); m.RangeFilterChecks != 0 {
 		t.Fatalf("another map's name: %d range-filter checks, want the filters unused", m.RangeFilterChecks)

@@ -392,7 +392,9 @@ func (db *DB) traceScan(opts *IterOptions, seq base.SeqNum) (*ScanTrace, error) 
 	}
 	// The iterator's version lists the tables it considered.
 	if !it.enter() {
-		return nil, it.err
+		err := it.err
+		it.Close()
+		return nil, err
 	}
 	tr.steps(t, it.v)
 	it.db.leave()

@@ -133,9 +133,13 @@
 //	              low and high words, Elias-Fano (Filter.MarshalBinary)
 //
 // A reader whose user map has another name (or that has none) reads the
-// table without its range filter, never with a wrong map. The filter says
-// nothing of the table's tombstones: an iterator applies a table's range
-// tombstones whether or not its range filter ruled the table out.
+// table without its range filter, never with a wrong map. The filter does
+// not guard the table's tombstones: an iterator applies a table's range
+// tombstones whether or not its range filter ruled the table out, and a
+// tombstone that starts before a scan's lower bound covers the scan all
+// the same. The fragments' start keys are in the filter only to keep it
+// conservative (a table is read when a scan meets a tombstone's start),
+// at the price of a few false positives.
 //
 // The range-filter block needs no new format version: binaries from
 // before it skip metaindex names they do not know, so they read such a
@@ -173,7 +177,8 @@
 // "filter.<policy name>" (e.g. "filter.shale.bloom.v1") for the filter
 // block when there is one, "properties", "rangedel" for the
 // range-deletion block in version 2 (and only there), and
-// "rangefilter.grafite.v1" for the range-filter block when there is one.
+// "rangefilter.grafite.v1" for the range-filter block when there is one,
+// in that order, which is the names' sorted order.
 //
 // The footer, the last 56 bytes of the file:
 //
@@ -527,8 +532,10 @@ func (w *Writer) finish() error {
 		}
 	}
 
+	var rangeFilterHandle blockHandle
 	if w.rangeFilter != nil {
-		if err := w.writeRangeFilter(&meta); err != nil {
+		var err error
+		if rangeFilterHandle, err = w.writeRangeFilter(); err != nil {
 			return err
 		}
 	}
@@ -550,6 +557,11 @@ func (w *Writer) finish() error {
 			return err
 		}
 		meta.add([]byte(rangeDelName), h.append(nil))
+	}
+	// The metaindex's names are added in order: filter.*, properties,
+	// rangedel, rangefilter.*.
+	if w.rangeFilter != nil {
+		meta.add([]byte(rangeFilterName), rangeFilterHandle.append(nil))
 	}
 	metaHandle, err := w.writeBlock(meta.finish(), w.opts.Compression)
 	if err != nil {
@@ -584,21 +596,16 @@ func (w *Writer) writeFilter(meta *blockWriter) error {
 }
 
 // writeRangeFilter writes the range-filter block, of the table's user keys
-// and its tombstones' start keys, and adds it to meta.
-func (w *Writer) writeRangeFilter(meta *blockWriter) error {
+// and its tombstones' start keys, and returns its handle.
+func (w *Writer) writeRangeFilter() (blockHandle, error) {
 	for _, s := range w.rangeDels {
 		w.rangeFilter.Add(s.Start)
 	}
 	f, err := w.rangeFilter.Finish()
 	if err != nil {
-		return err
+		return blockHandle{}, err
 	}
-	h, err := w.writeBlock(f, NoCompression)
-	if err != nil {
-		return err
-	}
-	meta.add([]byte(rangeFilterName), h.append(nil))
-	return nil
+	return w.writeBlock(f, NoCompression)
 }
 
 // Abort gives up on the table: it closes the file without finishing it. The
