@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/bits"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/shale-db/shale"
+	"github.com/shale-db/shale/internal/permutation"
 	"github.com/shale-db/shale/internal/procstat"
 )
 
@@ -254,8 +254,8 @@ func compareFilters(cfg config, dir string, progress io.Writer, rep *report) err
 type bench struct {
 	cfg  config
 	db   *shale.DB
-	pool []byte      // random bytes that values are cut from
-	perm permutation // fillrandom's order
+	pool []byte                  // random bytes that values are cut from
+	perm permutation.Permutation // fillrandom's order
 }
 
 func openBench(cfg config, dir string, bloomBits int, autoCompactions bool) (*bench, error) {
@@ -268,7 +268,7 @@ func openBench(cfg config, dir string, bloomBits int, autoCompactions bool) (*be
 	for i := range pool {
 		pool[i] = byte(rng.Uint32())
 	}
-	return &bench{cfg: cfg, db: db, pool: pool, perm: newPermutation(cfg.n, uint64(cfg.seed))}, nil
+	return &bench{cfg: cfg, db: db, pool: pool, perm: permutation.New(cfg.n, uint64(cfg.seed))}, nil
 }
 
 func (b *bench) close() { b.db.Close() }
@@ -282,7 +282,7 @@ type workload struct {
 
 var workloads = map[string]workload{
 	"fillseq":    {write: true, op: func(w *worker, i int) (bool, error) { return false, w.put(i) }},
-	"fillrandom": {write: true, op: func(w *worker, i int) (bool, error) { return false, w.put(w.b.perm.at(i)) }},
+	"fillrandom": {write: true, op: func(w *worker, i int) (bool, error) { return false, w.put(int(w.b.perm.At(i))) }},
 	"overwrite":  {write: true, op: func(w *worker, i int) (bool, error) { return false, w.put(w.rng.IntN(w.b.cfg.n)) }},
 	"readrandom": {op: func(w *worker, i int) (bool, error) {
 		return hit(w.b.db.Get(w.key(w.rng.IntN(w.b.cfg.n))))
@@ -383,37 +383,6 @@ func (b *bench) run(name string, n int, progress io.Writer) (result, error) {
 // and up for the workers.
 func newRand(seed int64, stream int) *rand.Rand {
 	return rand.New(rand.NewPCG(uint64(seed), uint64(stream)))
-}
-
-// permutation is fillrandom's order: a bijection of 0..n-1 computed on
-// demand, so that a store of 100M keys does not carry an 800 MB table in
-// the peak RSS being measured. It mixes x in the smallest power-of-two range
-// that holds n with steps that are each a bijection of that range (adding
-// the seed, multiplying by an odd number, xor-ing with a right shift), and
-// walks the cycle until it lands below n.
-type permutation struct {
-	n, mask, seed uint64
-	shift         int
-}
-
-func newPermutation(n int, seed uint64) permutation {
-	b := max(bits.Len64(uint64(n-1)), 2)
-	return permutation{n: uint64(n), mask: 1<<b - 1, seed: seed, shift: (b + 1) / 2}
-}
-
-// at returns the i-th key of the order, 0 <= i < n.
-func (p permutation) at(i int) int {
-	x := uint64(i)
-	for {
-		for range 4 {
-			x = (x + p.seed) & p.mask
-			x = (x * 0xd1342543de82ef95) & p.mask
-			x ^= x >> p.shift
-		}
-		if x < p.n {
-			return int(x)
-		}
-	}
 }
 
 // Settling after a write workload (-settle): the store has settled when no

@@ -26,29 +26,6 @@ func TestParseSizes(t *testing.T) {
 	}
 }
 
-// TestPermutation checks that fillrandom's order visits every key once and
-// is not the identity.
-func TestPermutation(t *testing.T) {
-	for _, n := range []int{1, 2, 3, 1000, 1 << 12, 5000} {
-		p := newPermutation(n, 1)
-		seen := make([]bool, n)
-		moved := 0
-		for i := range n {
-			x := p.at(i)
-			if x < 0 || x >= n || seen[x] {
-				t.Fatalf("n=%d: at(%d) = %d, out of range or repeated", n, i, x)
-			}
-			seen[x] = true
-			if x != i {
-				moved++
-			}
-		}
-		if n >= 1000 && moved < n*9/10 {
-			t.Errorf("n=%d: only %d keys moved", n, moved)
-		}
-	}
-}
-
 // scalePointOf measures one scale point in this process, as a -scale child
 // would: small memtables so that the store has tables, and no block cache so
 // that every block a lookup needs is a read syscall.

@@ -3,12 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/shale-db/shale/internal/permutation"
 	"github.com/shale-db/shale/internal/procstat"
 )
 
@@ -111,7 +111,7 @@ func runChild(engine, workload, dir string, n, reads int) (res result, err error
 func fill(s *store, n, w int) error {
 	var wg sync.WaitGroup
 	errs := make([]error, w)
-	order := newPermutation(n, 1)
+	order := permutation.New(n, 1)
 	for t := range w {
 		wg.Add(1)
 		go func() {
@@ -120,7 +120,7 @@ func fill(s *store, n, w int) error {
 			k := make([]byte, keySize)
 			v := make([]byte, valueSize)
 			for j := t * n / w; j < (t+1)*n/w; j++ {
-				presentKey(k, order.at(j))
+				presentKey(k, order.At(j))
 				for i := range v {
 					v[i] = byte(rng.Uint32())
 				}
@@ -144,10 +144,10 @@ func fill(s *store, n, w int) error {
 // keys, or keys between them when missing, and checks each answer.
 func read(s *store, n, reads int, missing bool) error {
 	get, done := s.newReader()
-	order := newPermutation(n, 2)
+	order := permutation.New(n, 2)
 	k := make([]byte, keySize)
 	for j := range reads {
-		i := order.at(j % n)
+		i := order.At(j % n)
 		if missing {
 			missingKey(k, i)
 		} else {
@@ -176,36 +176,6 @@ func decimalKey(k []byte, x uint64) {
 	for i := len(k) - 1; i >= 0; i-- {
 		k[i] = byte('0' + x%10)
 		x /= 10
-	}
-}
-
-// permutation maps 0..n-1 onto itself in a scrambled order without storing
-// it (a 10M-entry table would weigh on the peak RSS being measured): a
-// bijection of the smallest power-of-two range that holds n, walked until it
-// lands below n.
-type permutation struct {
-	n, mask, seed uint64
-	shift         int
-}
-
-func newPermutation(n int, seed uint64) permutation {
-	b := max(bits.Len64(uint64(n-1)), 2)
-	return permutation{n: uint64(n), mask: 1<<b - 1, seed: seed, shift: b / 2}
-}
-
-func (p permutation) at(j int) uint64 {
-	x := uint64(j)
-	for {
-		// Each step is a bijection of [0, mask]: adding, multiplying by an
-		// odd number and xor-ing with a right shift.
-		for range 3 {
-			x = (x + p.seed) & p.mask
-			x = (x * 0x9e3779b97f4a7c15) & p.mask
-			x ^= x >> p.shift
-		}
-		if x < p.n {
-			return x
-		}
 	}
 }
 

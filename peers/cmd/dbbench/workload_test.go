@@ -2,22 +2,6 @@ package main
 
 import "testing"
 
-// TestPermutation checks that a permutation visits every index below n
-// exactly once, for sizes around powers of two.
-func TestPermutation(t *testing.T) {
-	for _, n := range []int{1, 2, 3, 4, 5, 1000, 1024, 1025, 65537} {
-		p := newPermutation(n, 1)
-		seen := make([]bool, n)
-		for j := range n {
-			i := p.at(j)
-			if i >= uint64(n) || seen[i] {
-				t.Fatalf("n=%d: at(%d) = %d, out of range or seen before", n, j, i)
-			}
-			seen[i] = true
-		}
-	}
-}
-
 // TestKeys checks that present and missing keys are 16 bytes and interleave.
 func TestKeys(t *testing.T) {
 	k, m, next := make([]byte, keySize), make([]byte, keySize), make([]byte, keySize)
