@@ -27,20 +27,8 @@ func TestCommitGroupsForm(t *testing.T) {
 	}
 	defer db.Close()
 	const writers, perWriter = 4, 5000
-	var wg sync.WaitGroup
 	var errs goErrors
-	for w := 0; w < writers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < perWriter && !errs.failed(); i++ {
-				if err := db.Put(fmt.Appendf(nil, "w%d-%05d", w, i), []byte("value")); err != nil {
-					errs.report(err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	putConcurrently(db, writers, perWriter, &errs).Wait()
 	errs.check(t)
 	m := db.Metrics()
 	if m.WALWrites*10 >= writers*perWriter*9 {
@@ -78,19 +66,8 @@ func checkCommitVisibleInOrder(t *testing.T) {
 	defer db.Close()
 	s0 := db.visibleSeq.Load()
 	const writers, perWriter = 4, 1000
-	var wg sync.WaitGroup
 	var errs goErrors
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < perWriter && !errs.failed(); i++ {
-				if err := db.Put(fmt.Appendf(nil, "w%d-%05d", w, i), []byte("value")); err != nil {
-					errs.report(err)
-				}
-			}
-		}()
-	}
+	wg := putConcurrently(db, writers, perWriter, &errs)
 	count := func(s *Snapshot) int {
 		it := s.NewIter(nil)
 		defer it.Close()
@@ -123,4 +100,23 @@ func checkCommitVisibleInOrder(t *testing.T) {
 		t.Fatalf("%d writes visible at the end, want %d", got, writers*perWriter)
 	}
 	t.Logf("%d scans; %d flushes", scans, db.Metrics().Flushes)
+}
+
+// putConcurrently starts writers goroutines, each putting perWriter fresh
+// keys ("w<writer>-<i>") one Put at a time, reporting errors to errs; wait
+// on the returned group for them to end.
+func putConcurrently(db *DB, writers, perWriter int, errs *goErrors) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perWriter && !errs.failed(); i++ {
+				if err := db.Put(fmt.Appendf(nil, "w%d-%05d", w, i), []byte("value")); err != nil {
+					errs.report(err)
+				}
+			}
+		}()
+	}
+	return &wg
 }
