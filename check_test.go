@@ -112,16 +112,8 @@ func TestCheckRepairDamagedManifest(t *testing.T) {
 	t.Logf("Check: %v", Check(dir, opts))
 
 	logged = nil
-	if err := Repair(dir, opts); err != nil {
-		t.Fatal(err)
-	}
+	repairMovesToLost(t, dir, opts, manifest)
 	t.Logf("Repair logged:\n%s", strings.Join(logged, "\n"))
-	if _, err := os.Stat(filepath.Join(dir, lostDir, filepath.Base(manifest))); err != nil {
-		t.Fatalf("the damaged MANIFEST is not in lost/: %v", err)
-	}
-	if err := Check(dir, opts); err != nil {
-		t.Fatalf("Check after Repair: %v", err)
-	}
 	wantKeys(t, dir, opts, want)
 	if err := Check(dir, opts); err != nil {
 		t.Fatalf("Check after Repair and Open: %v", err)
@@ -155,15 +147,7 @@ func TestCheckRepairDamagedBlock(t *testing.T) {
 		t.Fatalf("Check found %v, want one problem in %s at offset 0", problems, table)
 	}
 
-	if err := Repair(dir, opts); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, lostDir, filepath.Base(table))); err != nil {
-		t.Fatalf("the damaged table is not in lost/: %v", err)
-	}
-	if err := Check(dir, opts); err != nil {
-		t.Fatalf("Check after Repair: %v", err)
-	}
+	repairMovesToLost(t, dir, opts, table)
 	db = mustOpen(t, dir, opts)
 	defer db.Close()
 	found := 0
@@ -518,15 +502,7 @@ func TestCheckRepairWAL(t *testing.T) {
 		t.Fatalf("Check found %v, want one problem in %s", problems, wal)
 	}
 
-	if err := Repair(dir, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, lostDir, filepath.Base(wal))); err != nil {
-		t.Fatalf("the damaged WAL is not in lost/: %v", err)
-	}
-	if err := Check(dir, nil); err != nil {
-		t.Fatalf("Check after Repair: %v", err)
-	}
+	repairMovesToLost(t, dir, nil, wal)
 	db = mustOpen(t, dir, nil)
 	defer db.Close()
 	kept := 0
@@ -546,5 +522,20 @@ func TestCheckRepairWAL(t *testing.T) {
 	}
 	if kept < n/4 || kept >= n {
 		t.Fatalf("Repair kept the first %d of %d batches; want those before the damage in the middle", kept, n)
+	}
+}
+
+// repairMovesToLost repairs the store in dir and checks that the damaged
+// file went to lost/ and that the repaired store checks clean.
+func repairMovesToLost(t *testing.T, dir string, opts *Options, damaged string) {
+	t.Helper()
+	if err := Repair(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, lostDir, filepath.Base(damaged))); err != nil {
+		t.Fatalf("the damaged %s is not in lost/: %v", filepath.Base(damaged), err)
+	}
+	if err := Check(dir, opts); err != nil {
+		t.Fatalf("Check after Repair: %v", err)
 	}
 }
