@@ -61,8 +61,6 @@ func TestDataDriven(t *testing.T) {
 	})
 }
 
-// inputHashes returns the hashes of the keys of d: key%010d for
-// seq=(i,j), else the words of the input.
 // describe summarizes a valid encoded filter from its header.
 func describe(data []byte) string {
 	length := binary.LittleEndian.Uint32(data[14:])

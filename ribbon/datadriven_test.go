@@ -46,9 +46,7 @@ func TestDataDriven(t *testing.T) {
 				w.AddHash(h)
 			}
 			var err error
-			if data, err = w.Finish(); err != nil {
-				t.Fatal(err)
-			}
+			data = filtertest.Finish(t, w)
 			if f, err = NewPolicy(10).Decode(data); err != nil {
 				t.Fatal(err)
 			}
