@@ -23,25 +23,10 @@ func TestIteratorRandomWalk(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 9))
 		db := mustOpen(t, "db", &Options{FS: vfs.NewMem(), MemTableSize: 2 << 10, BlockSize: 128,
 			DisableAutomaticCompactions: true})
-		model := map[string]string{}
 		key := func() string { return fmt.Sprintf("k%02d", rng.IntN(60)) }
-		for i := 0; i < 400; i++ {
-			k := key()
-			if rng.IntN(4) == 0 {
-				db.Delete([]byte(k))
-				delete(model, k)
-			} else {
-				v := fmt.Sprintf("v%d", i)
-				db.Put([]byte(k), []byte(v))
-				model[k] = v
-			}
-			switch i {
-			case 100:
-				db.Compact() // the oldest data in L6
-			case 200, 300:
-				db.Flush()
-			}
-		}
+		// The oldest data in L6, two L0 tables above it, the newest in the
+		// memtable.
+		model := writeRandomly(db, rng, 60, 400, 100, 200, 300)
 		lo, hi := key(), key()
 		if lo > hi {
 			lo, hi = hi, lo
@@ -263,25 +248,8 @@ func TestIteratorReadErrorSweep(t *testing.T) {
 	db := mustOpen(t, "db", &Options{FS: efs, MemTableSize: 2 << 10, BlockSize: 64, BlockCacheSize: -1,
 		DisableAutomaticCompactions: true})
 	defer db.Close()
-	model := map[string]string{}
+	model := writeRandomly(db, rng, 40, 300, 100, 200, 250)
 	key := func() string { return fmt.Sprintf("k%02d", rng.IntN(40)) }
-	for i := range 300 {
-		k := key()
-		if rng.IntN(4) == 0 {
-			db.Delete([]byte(k))
-			delete(model, k)
-		} else {
-			v := fmt.Sprintf("v%d", i)
-			db.Put([]byte(k), []byte(v))
-			model[k] = v
-		}
-		switch i {
-		case 100:
-			db.Compact()
-		case 200, 250:
-			db.Flush()
-		}
-	}
 	keys := slices.Sorted(maps.Keys(model))
 	type op struct {
 		name string
@@ -353,4 +321,30 @@ func TestIteratorReadErrorSweep(t *testing.T) {
 		walk(failAt)
 	}
 	t.Logf("%d ops, %d keys, %d read failures swept", len(ops), len(keys), n)
+}
+
+// writeRandomly makes n writes to db of keys k00 to k<keys-1>, a delete
+// one time in four and otherwise a put of "v<i>", compacting after write
+// compactAt and flushing after each write of flushAt, and returns what the
+// store holds then. Errors are left for the reads that follow to find.
+func writeRandomly(db *DB, rng *rand.Rand, keys, n, compactAt int, flushAt ...int) map[string]string {
+	model := map[string]string{}
+	for i := range n {
+		k := fmt.Sprintf("k%02d", rng.IntN(keys))
+		if rng.IntN(4) == 0 {
+			db.Delete([]byte(k))
+			delete(model, k)
+		} else {
+			v := fmt.Sprintf("v%d", i)
+			db.Put([]byte(k), []byte(v))
+			model[k] = v
+		}
+		switch {
+		case i == compactAt:
+			db.Compact()
+		case slices.Contains(flushAt, i):
+			db.Flush()
+		}
+	}
+	return model
 }
