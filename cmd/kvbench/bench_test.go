@@ -106,18 +106,7 @@ func TestPlot(t *testing.T) {
 	if err := run(cfg, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(cfg.plot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b := img.Bounds(); b.Dx() < 1000 || b.Dy() < 400 {
-		t.Errorf("picture is %v", b)
-	}
+	checkPNG(t, cfg.plot, 1000, 400)
 	for _, row := range []string{"\n         2   0.", "\n        20   0.", "\n      16  "} {
 		if !strings.Contains(out.String(), row) {
 			t.Errorf("no row %q in\n%s", row, out.String())
@@ -229,14 +218,7 @@ func TestYCSB(t *testing.T) {
 			t.Errorf("no %q in the table", row)
 		}
 	}
-	f, err := os.Open(cfg.plot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := png.Decode(f); err != nil {
-		t.Fatal(err)
-	}
+	checkPNG(t, cfg.plot, 0, 0)
 }
 
 func TestYCSBBadConfig(t *testing.T) {
@@ -257,5 +239,22 @@ func TestYCSBBadConfig(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("error %v, want %s", err, tc.want)
 		}
+	}
+}
+
+// checkPNG checks that file is a PNG picture at least width by height.
+func checkPNG(t *testing.T, file string, width, height int) {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	if b := img.Bounds(); b.Dx() < width || b.Dy() < height {
+		t.Errorf("%s: picture is %v, want at least %dx%d", file, b, width, height)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"image/png"
 	"io"
 	"io/fs"
 	"os"
@@ -108,18 +107,7 @@ func TestScaleFrom(t *testing.T) {
 	if !regexp.MustCompile(`(?s)\n\| 2000 +\| \d+ .*\n\| 4000 +\| \d+ `).MatchString(out.String()) {
 		t.Errorf("no rows for 2000 and then 4000 keys in\n%s", out.String())
 	}
-	f, err := os.Open(cfg.plot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b := img.Bounds(); b.Dx() < 1000 || b.Dy() < 800 {
-		t.Errorf("picture is %v", b)
-	}
+	checkPNG(t, cfg.plot, 1000, 800)
 	cfg.scale = "1e3"
 	if err := run(cfg, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "choose one") {
 		t.Errorf("-scale with -scale-from: error %v", err)
