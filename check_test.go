@@ -86,14 +86,7 @@ func TestCheckRepairDamagedManifest(t *testing.T) {
 	var logged []string
 	opts := &Options{Logger: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }}
 	db := mustOpen(t, dir, opts)
-	want := map[string]string{}
-	for i := range 100 {
-		k, v := fmt.Sprintf("key%03d", i), fmt.Sprintf("value%03d", i)
-		want[k] = v
-		if err := db.Put([]byte(k), []byte(v)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	want := putNumbered(t, db, 100)
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -127,14 +120,7 @@ func TestCheckRepairDamagedBlock(t *testing.T) {
 	dir := t.TempDir()
 	opts := &Options{BlockSize: 256, BlockCacheSize: -1}
 	db := mustOpen(t, dir, opts)
-	want := map[string]string{}
-	for i := range 500 {
-		k, v := fmt.Sprintf("key%03d", i), fmt.Sprintf("value%03d", i)
-		want[k] = v
-		if err := db.Put([]byte(k), []byte(v)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	want := putNumbered(t, db, 500)
 	if err := db.Compact(); err != nil {
 		t.Fatal(err)
 	}
@@ -538,4 +524,19 @@ func repairMovesToLost(t *testing.T, dir string, opts *Options, damaged string) 
 	if err := Check(dir, opts); err != nil {
 		t.Fatalf("Check after Repair: %v", err)
 	}
+}
+
+// putNumbered puts key000 = value000 and so on, n of them, and returns
+// them.
+func putNumbered(t *testing.T, db *DB, n int) map[string]string {
+	t.Helper()
+	want := map[string]string{}
+	for i := range n {
+		k, v := fmt.Sprintf("key%03d", i), fmt.Sprintf("value%03d", i)
+		want[k] = v
+		if err := db.Put([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return want
 }
