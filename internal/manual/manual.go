@@ -1,0 +1,118 @@
+// Package manual allocates byte buffers outside the Go heap, for memory a
+// store holds for a long time and frees at a moment it knows: a table's
+// pinned filter and index, freed when the last version using the table
+// lets go of it.
+//
+// # Why
+//
+// With the default GOGC the garbage collector lets the heap grow to twice
+// what is live before it collects, so every byte a store keeps on the heap
+// costs about two bytes of process memory. Memory from here is not heap:
+// the collector neither counts nor scans it, and it costs what it holds
+// (rounded up to whole pages). Pebble keeps its block cache and memtable
+// arenas outside the heap for the same reason.
+//
+// # Rules
+//
+// A buffer from New must be given to Free exactly once, whole, and never
+// touched afterwards: its pages go back to the kernel, and a later access
+// faults and kills the process (it cannot be recovered from). Only bytes
+// belong in it: a Go pointer stored in manual memory is invisible to the
+// collector, which may free what it points to. A buffer that is never
+// freed leaks until the process ends.
+//
+// Tests call CheckUseAfterFree, which makes freed pages inaccessible
+// instead of returning them, so that a use after Free faults at once
+// rather than reading memory the kernel has handed to someone else.
+//
+// The package uses mmap and munmap, as the engine's vfs (file locks) ties
+// it to Unix systems already.
+package manual
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+)
+
+var pageSize = os.Getpagesize()
+
+// inUse counts the bytes handed out by New and not yet freed.
+var inUse atomic.Int64
+
+// New returns a zeroed buffer of n bytes outside the Go heap, with
+// len(b) == cap(b) == n; n == 0 gives nil. It panics if the kernel refuses
+// the memory, as the runtime does when the heap cannot grow.
+func New(n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	if n < 0 {
+		panic(fmt.Sprintf("manual: New(%d)", n))
+	}
+	m, err := syscall.Mmap(-1, 0, roundUp(n), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		panic(fmt.Sprintf("manual: out of memory: mapping %d bytes: %v", n, err))
+	}
+	inUse.Add(int64(n))
+	return m[:n:n]
+}
+
+// Free returns b, which New gave, to the kernel. A nil b is a no-op.
+func Free(b []byte) {
+	if cap(b) == 0 {
+		return
+	}
+	inUse.Add(-int64(cap(b)))
+	m := unsafe.Slice(unsafe.SliceData(b), roundUp(cap(b)))
+	if checking.Load() {
+		quarantine(m)
+		return
+	}
+	if err := syscall.Munmap(m); err != nil {
+		panic(fmt.Sprintf("manual: Free of a buffer New did not give: %v", err))
+	}
+}
+
+// InUse returns the bytes New has handed out that are not yet freed.
+func InUse() int64 { return inUse.Load() }
+
+func roundUp(n int) int { return (n + pageSize - 1) &^ (pageSize - 1) }
+
+// checking is whether Free quarantines instead of unmapping.
+var checking atomic.Bool
+
+// CheckUseAfterFree makes every later Free leave the buffer's pages mapped
+// but inaccessible, so that a use after Free faults at once. The newest
+// maxQuarantined buffers stay so; older ones are unmapped, as each mapping
+// counts against the kernel's limit (vm.max_map_count, 65,530 by default).
+// For tests.
+func CheckUseAfterFree() { checking.Store(true) }
+
+// maxQuarantined bounds the freed buffers CheckUseAfterFree keeps mapped.
+const maxQuarantined = 8192
+
+var quarantined struct {
+	sync.Mutex
+	ring [maxQuarantined][]byte
+	next int
+}
+
+func quarantine(m []byte) {
+	if err := syscall.Mprotect(m, syscall.PROT_NONE); err != nil {
+		panic(fmt.Sprintf("manual: Free of a buffer New did not give: %v", err))
+	}
+	q := &quarantined
+	q.Lock()
+	defer q.Unlock()
+	if old := q.ring[q.next]; old != nil {
+		if err := syscall.Munmap(old); err != nil {
+			panic(fmt.Sprintf("manual: unmapping a quarantined buffer: %v", err))
+		}
+	}
+	q.ring[q.next] = m
+	q.next = (q.next + 1) % maxQuarantined
+}
