@@ -43,17 +43,28 @@ type store struct {
 // engines are the stores the runner knows, by name. pebble-filters is the
 // same Pebble store read through an iterator with UseL6Filters, the only way
 // Pebble consults the filters of its bottom level; its writes are Pebble's.
+// shale-ribbon and shale-monkey are shale with the same memory for filters
+// (bitsPerKey per key on average) spent otherwise: Ribbon filters in every
+// table, or Bloom filters sized per level by Monkey's rule; they are not in
+// the default list, and show what the filter choice does to readmissing.
 var engines = map[string]func(dir string) (*store, error){
-	"shale":          openShale,
+	"shale": func(dir string) (*store, error) { return openShale(dir, nil) },
+	"shale-ribbon": func(dir string) (*store, error) {
+		return openShale(dir, shale.UniformFilter(shale.RibbonFilter(bitsPerKey)))
+	},
+	"shale-monkey":   func(dir string) (*store, error) { return openShale(dir, shale.MonkeyBloom(bitsPerKey)) },
 	"pebble":         func(dir string) (*store, error) { return openPebble(dir, false) },
 	"pebble-filters": func(dir string) (*store, error) { return openPebble(dir, true) },
 	"goleveldb":      openGoleveldb,
 }
 
-func openShale(dir string) (*store, error) {
+// openShale opens shale with the common configuration; filters, when not
+// nil, replaces its default Bloom filters of bitsPerKey.
+func openShale(dir string, filters shale.FilterPolicy) (*store, error) {
 	db, err := shale.Open(dir, &shale.Options{
 		MemTableSize:    memTableSize,
 		BloomBitsPerKey: bitsPerKey,
+		FilterPolicy:    filters,
 		BlockCacheSize:  blockCacheSize,
 		BlockSize:       blockSize,
 		TargetFileSize:  targetFileSize,
