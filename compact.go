@@ -120,6 +120,7 @@ func (db *DB) writeL0(mem *memtable.MemTable) (*table, error) {
 		return nil, err
 	}
 	if len(tables) != 1 {
+		closeTables(tables)
 		return nil, fmt.Errorf("shale: flush of a non-empty memtable wrote %d tables", len(tables))
 	}
 	return tables[0], nil

@@ -32,8 +32,15 @@ type Metrics struct {
 	// up as the data grows. The levels between L0 and it are empty.
 	BaseLevel int
 
-	FilterMemory    int64 // bytes of filters held in memory, all live tables
-	IndexMemory     int64 // bytes of index blocks held in memory
+	// FilterMemory is the bytes of filters the live tables hold in
+	// memory, and IndexMemory of their index blocks. They are outside the
+	// Go heap, so the collector's headroom does not double them, in one
+	// buffer per table that takes whole pages (up to 4 KiB more than
+	// these figures per table); range filters, counted in FilterMemory,
+	// are on the heap.
+	FilterMemory int64
+	IndexMemory  int64
+
 	BlockCacheHits  int64
 	BlockCacheMiss  int64
 	BlockCacheBytes int64

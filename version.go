@@ -16,6 +16,16 @@ import (
 // such version is released the table is retired: the DB's background work
 // closes the reader and, if the table has left the current version,
 // deletes the file (see retireTable).
+//
+// The reader's filter and index are outside the Go heap, and closing it
+// frees them: a later read of them faults and kills the process. So the
+// rule, for every path that uses t.reader (Get, iterators, compaction
+// inputs, Tables, Metrics, traces): use it only while holding a reference
+// to a version that includes t (a readState, an Iterator's version, a
+// compaction's), and keep nothing that aliases the reader past that
+// reference (nothing it returns does: see sstable.Reader). A table no
+// version ever took (a failed flush or compaction output, Check's and
+// Repair's own) is its opener's to close, once, after its last use.
 type table struct {
 	meta     *manifest.FileMeta
 	reader   *sstable.Reader
@@ -30,8 +40,10 @@ func (t *table) unref() {
 	}
 }
 
-// release closes the table's reader, evicts its blocks and, if the table is
-// obsolete and remove is set, deletes its file.
+// release closes the table's reader (freeing its filter and index), evicts
+// its blocks and, if the table is obsolete and remove is set, deletes its
+// file. It runs once, when no version includes the table any more, so
+// nothing can be reading it.
 func (t *table) release(remove bool) {
 	db := t.db
 	if err := t.reader.Close(); err != nil {

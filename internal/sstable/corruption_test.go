@@ -20,11 +20,12 @@ func readAll(t *testing.T, fs vfs.FS, name string, entries []kv) error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	r, err := Open(f, name, ReaderOptions{Filters: []filter.Policy{bloom.NewPolicy(10)}})
 	if err != nil {
+		f.Close()
 		return err
 	}
+	defer r.Close()
 	it := r.NewIter()
 	i := 0
 	for ok := it.First(); ok; ok = it.Next() {

@@ -123,30 +123,48 @@ func decodeBlock(file string, off int64, buf []byte) ([]byte, error) {
 // decodeBlockInto is decodeBlock decompressing into dst when it is large
 // enough, instead of a new slice.
 func decodeBlockInto(file string, off int64, buf, dst []byte) ([]byte, error) {
+	contents, compressed, dlen, err := checkBlock(file, off, buf)
+	if err != nil || !compressed {
+		return contents, err
+	}
+	if cap(dst) < dlen {
+		dst = make([]byte, dlen)
+	}
+	return decompress(file, off, dst[:dlen], contents)
+}
+
+// checkBlock checks a block as stored (contents and trailer) read from
+// offset off of file, and returns its stored contents, aliasing buf,
+// whether they are snappy-compressed, and their length decompressed.
+func checkBlock(file string, off int64, buf []byte) (contents []byte, compressed bool, dlen int, err error) {
 	if len(buf) < blockTrailerLen {
-		return nil, base.CorruptionErrorf(file, off, "block of %d bytes has no trailer", len(buf))
+		return nil, false, 0, base.CorruptionErrorf(file, off, "block of %d bytes has no trailer", len(buf))
 	}
 	n := len(buf) - blockTrailerLen
 	if got, want := checksum32(buf[:n+1]), binary.LittleEndian.Uint32(buf[n+1:]); got != want {
-		return nil, base.CorruptionErrorf(file, off, "block checksum mismatch (%#x, want %#x)", got, want)
+		return nil, false, 0, base.CorruptionErrorf(file, off, "block checksum mismatch (%#x, want %#x)", got, want)
 	}
-	contents := buf[:n:n]
+	contents = buf[:n:n]
 	switch buf[n] {
 	case blockTypeRaw:
-		return contents, nil
+		return contents, false, n, nil
 	case blockTypeSnappy:
 		dlen, err := snappy.DecodedLen(contents)
 		if err != nil || dlen > maxBlockLen || dlen > maxSnappyRatio*n {
-			return nil, base.CorruptionErrorf(file, off, "bad snappy block header (decoded length %d, %d bytes stored)", dlen, n)
+			return nil, false, 0, base.CorruptionErrorf(file, off, "bad snappy block header (decoded length %d, %d bytes stored)", dlen, n)
 		}
-		if cap(dst) < dlen {
-			dst = make([]byte, dlen)
-		}
-		out, err := snappy.Decode(dst[:dlen], contents)
-		if err != nil {
-			return nil, base.CorruptionErrorf(file, off, "snappy: %v", err)
-		}
-		return out, nil
+		return contents, true, dlen, nil
 	}
-	return nil, base.CorruptionErrorf(file, off, "unknown block type %d", buf[n])
+	return nil, false, 0, base.CorruptionErrorf(file, off, "unknown block type %d", buf[n])
+}
+
+// decompress decodes the snappy-compressed contents of the block at offset
+// off of file into dst, whose length is their decompressed length as
+// checkBlock returned it.
+func decompress(file string, off int64, dst, contents []byte) ([]byte, error) {
+	out, err := snappy.Decode(dst, contents)
+	if err != nil {
+		return nil, base.CorruptionErrorf(file, off, "snappy: %v", err)
+	}
+	return out, nil
 }

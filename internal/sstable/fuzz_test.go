@@ -113,12 +113,13 @@ func FuzzOpen(f *testing.F) {
 		file.Write(data)
 		file.Close()
 		file, _ = fs.Open("t.sst")
-		defer file.Close()
 		r, err := Open(file, "t.sst", ReaderOptions{Filters: []filter.Policy{bloom.NewPolicy(10)}})
 		if err != nil {
+			file.Close()
 			checkCorruption(t, err, "t.sst")
 			return
 		}
+		defer r.Close()
 		walk := func(it base.InternalIterator, start func() bool, step func() bool) {
 			n := 0
 			for ok := start(); ok; ok = step() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/cache"
+	"github.com/shale-db/shale/internal/manual"
 	"github.com/shale-db/shale/internal/rangedel"
 	"github.com/shale-db/shale/rangefilter"
 )
@@ -125,6 +127,17 @@ func (t *GetTrace) String() string {
 // Reader reads one table. It holds the table's index and filter in memory
 // and reads data blocks through the cache. A Reader is safe for concurrent
 // use; its iterators are each for one goroutine.
+//
+// The index and filter bytes live outside the Go heap (internal/manual),
+// in one buffer per table that Close frees: a byte of them costs one byte
+// of process memory, not the two a heap byte costs under the collector's
+// headroom. So Close is the end of every use of the Reader: no call may
+// run, and no iterator of it may be used, during or after Close, or the
+// process faults. Nothing the Reader hands out aliases that buffer (an
+// iterator's keys are copies; values alias data blocks, which are on the
+// heap; properties and range tombstones are decoded onto the heap), so
+// what a caller kept from a Reader outlives it; only the Reader and its
+// iterators themselves must not.
 type Reader struct {
 	f     File
 	name  string
@@ -133,9 +146,12 @@ type Reader struct {
 	// blocksEnd is where the footer starts; every block lies before it.
 	blocksEnd uint64
 
-	index       []byte // index block contents
+	// pinned is the manual memory holding index and the bytes filter
+	// probes, freed by Close; nil once freed.
+	pinned      []byte
+	index       []byte // index block contents, in pinned
 	indexOffset int64
-	filter      filter.Filter // nil: no filter, or one of an unknown policy
+	filter      filter.Filter // nil: no filter, or one of an unknown policy; probes pinned
 	filterSize  int
 	rangeFilter *rangefilter.KeyFilter // nil: none, or of another user map
 	props       *Properties
@@ -157,14 +173,16 @@ type File interface {
 // Open reads a table's footer, metaindex, index, properties and filter
 // (checking every checksum) and returns a Reader for it. fileName names the
 // file in errors. Once Open succeeds the Reader owns f and Close closes it;
-// after a failed Open, f is still the caller's to close. Corrupt bytes give
-// an error matching base.ErrCorruption.
+// after a failed Open, f is still the caller's to close (and the Reader
+// holds no memory). Corrupt bytes give an error matching
+// base.ErrCorruption.
 func Open(f File, fileName string, opts ReaderOptions) (*Reader, error) {
 	r := &Reader{f: f, name: fileName, opts: opts, stats: opts.Stats}
 	if r.stats == nil {
 		r.stats = &Stats{}
 	}
 	if err := r.open(); err != nil {
+		manual.Free(r.pinned)
 		return nil, err
 	}
 	return r, nil
@@ -251,24 +269,31 @@ func (r *Reader) open() error {
 		}
 	}
 
-	if r.index, err = r.readBlock(ft.index); err != nil {
+	// Every filter policy's Decode probes the bytes in place (bloom, fuse,
+	// ribbon), so the filter is pinned with the index, first: at the start
+	// of the buffer, which is page-aligned, a blocked Bloom filter's lines
+	// each lie in one cache line.
+	var pin []blockHandle
+	if filterHandle != nil {
+		pin = append(pin, *filterHandle)
+	}
+	blocks, err := r.readPinned(append(pin, ft.index))
+	if err != nil {
 		return err
 	}
-	r.indexOffset = int64(ft.index.offset)
+	r.index, r.indexOffset = blocks[len(pin)], int64(ft.index.offset)
 	if err := it.init(r.name, r.indexOffset, r.index); err != nil {
 		return err
 	}
-
 	if filterHandle != nil {
-		data, err := r.readBlock(*filterHandle)
-		if err != nil {
-			return err
-		}
+		data := blocks[0]
 		if r.filter, err = filterPolicy.Decode(data); err != nil {
 			return base.CorruptionErrorf(r.name, int64(filterHandle.offset), "filter: %v", err)
 		}
 		r.filterSize = len(data)
 	}
+	// The range filter's Decode copies what it keeps into words and
+	// digits of its own, so it is read onto the heap, and stays there.
 	if rangeFilterHandle != nil {
 		data, err := r.readBlock(*rangeFilterHandle)
 		if err != nil {
@@ -302,6 +327,58 @@ func (r *Reader) readBlock(h blockHandle) ([]byte, error) {
 	}
 	r.stats.BlockReads.Add(1)
 	return decodeBlock(r.name, int64(h.offset), buf)
+}
+
+// readPinned reads the blocks hs name into one buffer of manual memory,
+// r.pinned, and returns their contents, decompressed, in the order of hs.
+// The blocks as stored are read straight into the buffer; if one of them is
+// compressed, all are then decompressed (or copied) into a second buffer of
+// their decompressed size, which replaces the first. It counts one block
+// read per block. On error r.pinned may hold memory, for Open to free.
+func (r *Reader) readPinned(hs []blockHandle) ([][]byte, error) {
+	size := 0
+	for _, h := range hs {
+		if err := r.checkHandle(h); err != nil {
+			return nil, err
+		}
+		size += int(h.length) + blockTrailerLen
+	}
+	r.pinned = manual.New(size)
+	contents := make([][]byte, len(hs))
+	compressed := make([]bool, len(hs))
+	dlens := make([]int, len(hs))
+	off, decodedSize := 0, 0
+	for i, h := range hs {
+		buf := r.pinned[off : off+int(h.length)+blockTrailerLen]
+		off += len(buf)
+		if err := r.readAt(buf, int64(h.offset)); err != nil {
+			return nil, err
+		}
+		r.stats.BlockReads.Add(1)
+		var err error
+		if contents[i], compressed[i], dlens[i], err = checkBlock(r.name, int64(h.offset), buf); err != nil {
+			return nil, err
+		}
+		decodedSize += dlens[i]
+	}
+	if !slices.Contains(compressed, true) {
+		return contents, nil
+	}
+	stored := r.pinned
+	defer manual.Free(stored)
+	r.pinned = manual.New(decodedSize)
+	off = 0
+	for i, h := range hs {
+		dst := r.pinned[off : off+dlens[i] : off+dlens[i]]
+		off += dlens[i]
+		if !compressed[i] {
+			copy(dst, contents[i])
+		} else if _, err := decompress(r.name, int64(h.offset), dst, contents[i]); err != nil {
+			return nil, err
+		}
+		contents[i] = dst
+	}
+	return contents, nil
 }
 
 // checkHandle returns a corruption error if the block h names, with its
@@ -501,7 +578,8 @@ func (r *Reader) RangeDels() rangedel.Spans { return r.rangeDels }
 func (r *Reader) Properties() *Properties { return r.props }
 
 // FilterSize is the number of bytes of filter the reader holds in memory (0
-// when it uses no filter), range filter included.
+// when it uses no filter), range filter included: the filter outside the Go
+// heap, the range filter on it.
 func (r *Reader) FilterSize() int { return r.filterSize + r.RangeFilterSize() }
 
 // RangeMayContain consults the table's range filter for the user keys in
@@ -528,13 +606,19 @@ func (r *Reader) FilterCounts() (checks, skips, falsePositives int64) {
 	return r.filterCounts.checks.Load(), r.filterCounts.skips.Load(), r.filterCounts.falsePositives.Load()
 }
 
-// IndexSize is the number of bytes of index the reader holds in memory.
+// IndexSize is the number of bytes of index the reader holds in memory,
+// outside the Go heap.
 func (r *Reader) IndexSize() int { return len(r.index) }
 
-// Close closes the file. It does not evict the table's blocks and rows from
-// the caches: the table may be opened again (EvictFile is for deleted
-// tables).
-func (r *Reader) Close() error { return r.f.Close() }
+// Close frees the index and filter and closes the file. Nothing may use the
+// Reader or its iterators during or after Close (see Reader). Closing twice
+// frees once. It does not evict the table's blocks and rows from the
+// caches: the table may be opened again (EvictFile is for deleted tables).
+func (r *Reader) Close() error {
+	manual.Free(r.pinned)
+	r.pinned = nil
+	return r.f.Close()
+}
 
 // RangeFilterSize is the number of bytes of range filter (and its key map)
 // the reader holds in memory, 0 when it uses none. FilterSize counts them
