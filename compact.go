@@ -100,6 +100,7 @@ func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
 	db.publishReadState()
 	db.cond.Broadcast()
 	db.mu.Unlock()
+	imm.unref() // the DB's: reads still using imm hold their own
 	if len(added) > 0 {
 		db.logf("flushed memtable to L0 %s in %v", added[0].meta, time.Since(start))
 		db.flushEnd(FlushInfo{Output: eventTable(0, added[0].meta), Duration: time.Since(start)})
