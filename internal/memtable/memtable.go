@@ -35,6 +35,10 @@
 // from a slab, large entries included (they get a slab buffer of their
 // own). The head is the one node on the heap, inside the MemTable, and
 // nothing points to it. Range tombstones are not in slabs (see below).
+// Pointers rather than offsets keep the code plain (offsets would need
+// atomic loads from a []byte and a chunk directory readers also load).
+// The race detector does not watch memory outside the heap; the concurrent
+// tests check the writer's build-then-publish order by what readers see.
 //
 // A search is bound by cache misses, so a node is laid out for it to touch
 // one cache line per step: the links of the two lowest levels (all of the
