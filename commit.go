@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/shale-db/shale/internal/base"
-	"github.com/shale-db/shale/internal/memtable"
 	"github.com/shale-db/shale/internal/wal"
 	"github.com/shale-db/shale/vfs"
 )
@@ -300,7 +299,7 @@ func (db *DB) rotateMemTable() error {
 	}
 	db.log = wal.NewWriter(f)
 	db.imm = append(db.imm, db.mem)
-	db.mem = &memTable{MemTable: memtable.New(), logNum: num}
+	db.mem = newMemTable(num)
 	db.publishReadState()
 	db.scheduleFlush()
 	return nil

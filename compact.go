@@ -88,9 +88,13 @@ func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
 	if err := db.fs.Remove(db.fileName(fileTypeLog, imm.logNum)); err != nil {
 		db.logf("removing flushed WAL: %v", err)
 	}
-	// Count the flush before waking its waiters: Metrics read after Flush
-	// returns must include it.
+	// Count the flush and tell the listener before waking its waiters:
+	// Metrics read and events seen after Flush returns must include it.
 	db.stats.flushes.Add(1)
+	if len(added) > 0 {
+		db.logf("flushed memtable to L0 %s in %v", added[0].meta, time.Since(start))
+		db.flushEnd(FlushInfo{Output: eventTable(0, added[0].meta), Duration: time.Since(start)})
+	}
 	db.mu.Lock()
 	// A fresh slice, not db.imm[1:]: that one keeps the array holding the
 	// flushed memtable (even when empty, a slice points into its array),
@@ -100,11 +104,8 @@ func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
 	db.publishReadState()
 	db.cond.Broadcast()
 	db.mu.Unlock()
-	if len(added) > 0 {
-		db.logf("flushed memtable to L0 %s in %v", added[0].meta, time.Since(start))
-		db.flushEnd(FlushInfo{Output: eventTable(0, added[0].meta), Duration: time.Since(start)})
-	}
 	db.maybeScheduleCompaction()
+	imm.unref() // the DB's: reads still using imm hold their own
 	return nil
 }
 

@@ -146,10 +146,52 @@ type DB struct {
 	stats dbStats
 }
 
-// memTable is a memtable and the number of the WAL that holds its writes.
+// memTable is a memtable, the number of the WAL that holds its writes, and
+// a count of the references that keep it alive.
+//
+// A memtable's memory is outside the Go heap (see memtable.MemTable.Free):
+// it is freed when the last reference goes, and a read after that faults
+// and kills the process. So the rule is that nothing reads a memtable
+// without holding a reference to it or to a readState that lists it. The
+// references are:
+//
+//   - the DB's, while the memtable is db.mem or in db.imm: taken by
+//     newMemTable, dropped by the flush that takes it out of db.imm (after
+//     the table is written and a readState without it is published), by
+//     Close, or by a failed Open;
+//   - each readState's, for each memtable it lists, from publishReadState
+//     until the state's last reference goes (readState.unref).
+//
+// Everything else reads through one of them: Get, Metrics and traces hold
+// a readState while they read; an Iterator holds its readState until it is
+// closed or DB.Close releases it, and hands out copies, never memtable
+// bytes; the commit leader adds to db.mem, which only a later rotation by a
+// later leader can hand to a flush; a flush reads db.imm[0], which the DB
+// drops only after the flush is done. Get returns a copy of the value, and
+// range tombstones are on the heap (memtable.MemTable.RangeDels), so
+// nothing a caller keeps points into a memtable. Recovery and Repair use a
+// bare memtable.MemTable of their own and free it when they are done.
 type memTable struct {
 	*memtable.MemTable
 	logNum uint64
+	refs   atomic.Int32
+}
+
+// newMemTable returns an empty memtable for WAL logNum, with the DB's
+// reference.
+func newMemTable(logNum uint64) *memTable {
+	m := &memTable{MemTable: memtable.New(), logNum: logNum}
+	m.refs.Store(1)
+	return m
+}
+
+func (m *memTable) ref() { m.refs.Add(1) }
+
+// unref drops a reference; the last one frees the memtable's memory.
+func (m *memTable) unref() {
+	if m.refs.Add(-1) == 0 {
+		m.Free()
+	}
 }
 
 // enter marks a public call in flight; it fails once the DB is closed.
@@ -346,9 +388,9 @@ func foundValueOrErr(val []byte, kind base.Kind, err error) ([]byte, error) {
 // held, each time one of them changes (publishReadState), and reads take the
 // published one without any lock (loadReadState), so that they scale with
 // cores. It is reference counted: the DB holds a reference to the state it
-// publishes until it replaces it, and each read one while it reads; the
-// last reference released releases the version, whose tables stay open
-// until then.
+// publishes until it replaces it, and each read one while it reads (an
+// Iterator until it is released); the last reference released releases the
+// memtables and the version, whose memory and tables stay until then.
 type readState struct {
 	refs atomic.Int32
 	mem  *memTable
@@ -387,9 +429,13 @@ func (rs *readState) tryRef() bool {
 }
 
 func (rs *readState) unref() {
-	if rs.refs.Add(-1) == 0 {
-		rs.v.unref()
+	if rs.refs.Add(-1) != 0 {
+		return
 	}
+	for _, m := range rs.memtables {
+		m.unref()
+	}
+	rs.v.unref()
 }
 
 // loadReadState returns the published state, referenced (release it with
@@ -417,10 +463,14 @@ func (db *DB) loadReadState(seq base.SeqNum) (*readState, base.SeqNum) {
 // publishReadState, with db.mu held, publishes the current memtables and
 // version for reads and drops the DB's reference to the state it replaces.
 // Dropping the last reference to a version may retire tables, which takes
-// retireMu: that comes after mu in the lock order.
+// retireMu: that comes after mu in the lock order; dropping the last one to
+// a memtable frees it.
 func (db *DB) publishReadState() {
 	rs := &readState{mem: db.mem, imm: db.imm, v: db.current}
 	rs.refs.Store(1)
+	for _, m := range rs.memtables {
+		m.ref()
+	}
 	db.current.ref()
 	if old := db.readState.Swap(rs); old != nil {
 		old.unref()
@@ -497,12 +547,25 @@ func (db *DB) Close() error {
 	db.iters = nil
 	db.itersMu.Unlock()
 	db.readState.Swap(nil).unref()
+	db.releaseMemTables()
 	db.current.unref()
 	db.releaseRetired(true)
 	if e := db.lock.Close(); err == nil {
 		err = e
 	}
 	return err
+}
+
+// releaseMemTables drops the DB's references to its memtables, at Close or
+// at a failed Open, with no flush or commit running.
+func (db *DB) releaseMemTables() {
+	if db.mem != nil {
+		db.mem.unref()
+	}
+	for _, m := range db.imm {
+		m.unref()
+	}
+	db.mem, db.imm = nil, nil
 }
 
 // dbStats are counters kept by the DB itself (the tables keep theirs in

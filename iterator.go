@@ -40,11 +40,12 @@ type IterOptions struct {
 // open, which then return ErrClosed.
 type Iterator struct {
 	db *DB // nil for an iterator that failed at its creation, with err set
-	// iter and v are the merged memtables and tables and the version that
-	// holds those tables open. They are touched only inside db.enter and
+	// iter is the merged memtables and tables, and rs the read state that
+	// holds them (see memTable): its reference keeps the memtables' memory
+	// and the version's tables. They are touched only inside db.enter and
 	// db.leave, so that DB.Close can release them.
 	iter  base.InternalIterator
-	v     *version
+	rs    *readState
 	seq   base.SeqNum
 	plan  *scanPlan // the tables it reads, and what their range filters said
 	lower []byte
@@ -76,10 +77,8 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum, trace *scanTracer) *It
 		return &Iterator{err: err}
 	}
 	defer db.leave()
-	rs, seq := db.loadReadState(seq)
-	defer rs.unref()
+	rs, seq := db.loadReadState(seq) // the iterator's, until release
 	v := rs.v
-	v.ref() // for the iterator, which outlives rs
 	plan := db.newScanPlan(opts, trace)
 	iters := make([]base.InternalIterator, 0, 1+len(rs.imm)+len(v.Levels[0])+len(v.Levels))
 	// newer is where the range tombstones of the sources already added,
@@ -112,7 +111,7 @@ func (db *DB) newIter(opts *IterOptions, seq base.SeqNum, trace *scanTracer) *It
 			add(&levelIter{v: v, plan: plan, files: v.Levels[level], level: level, index: -1}, own)
 		}
 	}
-	it := &Iterator{db: db, iter: merging.NewIter(iters...), v: v, seq: seq, plan: plan, lower: plan.lower, upper: plan.upper}
+	it := &Iterator{db: db, iter: merging.NewIter(iters...), rs: rs, seq: seq, plan: plan, lower: plan.lower, upper: plan.upper}
 	db.itersMu.Lock()
 	if db.iters == nil {
 		db.iters = map[*Iterator]struct{}{}
@@ -505,9 +504,10 @@ func (it *Iterator) Close() error {
 	return it.err
 }
 
-// release closes the internal iterator and drops the version, returning the
-// internal iterator's error. It runs once: from Close, or from DB.Close for
-// an iterator left open.
+// release closes the internal iterator and drops the read state (the
+// iterator's last use of its memtables), returning the internal iterator's
+// error. It runs once: from Close, or from DB.Close for an iterator left
+// open.
 func (it *Iterator) release() error {
 	for _, m := range it.plan.ranged {
 		if m != nil && m.positioned && !m.hit {
@@ -515,8 +515,8 @@ func (it *Iterator) release() error {
 		}
 	}
 	err := it.iter.Close()
-	it.v.unref()
-	it.iter, it.v = nil, nil
+	it.rs.unref()
+	it.iter, it.rs = nil, nil
 	return err
 }
 

@@ -48,9 +48,14 @@ type Metrics struct {
 	RowCacheMisses  int64 // table lookups that consulted the row cache and read blocks
 	RowCacheBytes   int64 // charged to the row cache now: keys, values and bookkeeping
 
-	MemTableBytes          int64 // the mutable memtable
+	// MemTableBytes is what the entries of the mutable memtable occupy:
+	// keys, values and skiplist nodes, all outside the Go heap, so the
+	// garbage collector's headroom does not double them (the current
+	// slabs' unused tails and page rounding come on top, at most a few
+	// MiB).
+	MemTableBytes          int64
 	ImmutableTables        int   // memtables waiting for a flush
-	ImmutableMemTableBytes int64 // ... and their bytes
+	ImmutableMemTableBytes int64 // ... and their bytes, outside the Go heap too
 	// MemoryTotal is the memory the store holds, in bytes: FilterMemory,
 	// IndexMemory (pinned for every live table), MemTableBytes,
 	// ImmutableMemTableBytes, BlockCacheBytes and RowCacheBytes. The Go

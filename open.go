@@ -62,6 +62,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		if db.current != nil {
 			db.current.unref()
 		}
+		db.releaseMemTables()
 		db.releaseRetired(true)
 		if db.log != nil {
 			db.log.Close()
@@ -158,8 +159,9 @@ func (db *DB) recover() error {
 			db.nextFileNum = max(db.nextFileNum, num+1)
 		}
 	}
-	mem, err := db.replayLogs(names, missing)
-	if err != nil {
+	mem := memtable.New()
+	defer mem.Free() // flushed below, or dropped with the failed Open
+	if err := db.replayLogs(names, missing, mem); err != nil {
 		return err
 	}
 	db.visibleSeq.Store(uint64(db.lastSeq))
@@ -197,11 +199,11 @@ func (db *DB) recover() error {
 	return nil
 }
 
-// replayLogs replays into a new memtable the WALs the MANIFEST does not
-// cover, oldest first, of the files Open found (names), and checks that
-// none is missing (see recover); missing adds what the MANIFEST replay
-// knows to such an error.
-func (db *DB) replayLogs(names []string, missing func(error) error) (*memtable.MemTable, error) {
+// replayLogs replays into mem the WALs the MANIFEST does not cover, oldest
+// first, of the files Open found (names), and checks that none is missing
+// (see recover); missing adds what the MANIFEST replay knows to such an
+// error.
+func (db *DB) replayLogs(names []string, missing func(error) error, mem *memtable.MemTable) error {
 	var logs []uint64
 	for _, name := range names {
 		if t, num, ok := parseFileName(name); ok && t == fileTypeLog && num >= db.logNum {
@@ -210,36 +212,35 @@ func (db *DB) replayLogs(names []string, missing func(error) error) (*memtable.M
 	}
 	slices.Sort(logs)
 	if db.logNum != 0 && (len(logs) == 0 || logs[0] != db.logNum) {
-		return nil, missing(base.CorruptionErrorf(db.fileName(fileTypeLog, db.logNum), -1,
+		return missing(base.CorruptionErrorf(db.fileName(fileTypeLog, db.logNum), -1,
 			"the WAL the MANIFEST names as its log number is missing"))
 	}
 	newest := 0 // index of the last WAL with any bytes
 	for i, num := range logs {
 		info, err := db.fs.Stat(db.fileName(fileTypeLog, num))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if info.Size() > 0 {
 			newest = i
 		}
 	}
-	mem := memtable.New()
 	var prevLast base.SeqNum
 	for i, num := range logs {
 		first, last, err := db.replayLog(num, mem, i >= newest)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if first == 0 {
 			continue // an empty WAL
 		}
 		if prevLast != 0 && first != prevLast+1 {
-			return nil, missing(base.CorruptionErrorf(db.fileName(fileTypeLog, num), 0,
+			return missing(base.CorruptionErrorf(db.fileName(fileTypeLog, num), 0,
 				"the log starts at sequence number %d, but the log before it ends at %d: a WAL between them is missing", first, prevLast))
 		}
 		prevLast = last
 	}
-	return mem, nil
+	return nil
 }
 
 // startLogAndManifest creates the new WAL edit.LogNum and a new MANIFEST
@@ -255,7 +256,7 @@ func (db *DB) startLogAndManifest(v *manifest.Version, edit *manifest.VersionEdi
 		return nil, err
 	}
 	db.log = wal.NewWriter(f)
-	db.mem = &memTable{MemTable: memtable.New(), logNum: edit.LogNum}
+	db.mem = newMemTable(edit.LogNum)
 	edit.LastSeqNum = db.lastSeq
 	return nv, db.createManifest(nv, edit)
 }

@@ -65,6 +65,7 @@ func Repair(dir string, opts *Options) error {
 	}
 	defer lock.Close()
 	r := &repairer{db: db, salvage: memtable.New()}
+	defer r.salvage.Free() // merged into new tables by run, or abandoned
 	if err := r.run(); err != nil {
 		return fmt.Errorf("shale: repair %s: %w", dir, err)
 	}

@@ -396,7 +396,7 @@ func (db *DB) traceScan(opts *IterOptions, seq base.SeqNum) (*ScanTrace, error) 
 		it.Close()
 		return nil, err
 	}
-	tr.steps(t, it.v)
+	tr.steps(t, it.rs.v)
 	it.db.leave()
 	return t, it.Close()
 }

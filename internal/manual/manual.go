@@ -44,8 +44,9 @@ var pageSize = os.Getpagesize()
 var inUse atomic.Int64
 
 // New returns a zeroed buffer of n bytes outside the Go heap, with
-// len(b) == cap(b) == n; n == 0 gives nil. It panics if the kernel refuses
-// the memory, as the runtime does when the heap cannot grow.
+// len(b) == cap(b) == n; n == 0 gives nil. The buffer starts on a page
+// boundary. It panics if the kernel refuses the memory, as the runtime does
+// when the heap cannot grow.
 func New(n int) []byte {
 	if n == 0 {
 		return nil

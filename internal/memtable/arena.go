@@ -1,6 +1,10 @@
 package memtable
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/shale-db/shale/internal/manual"
+)
 
 // Slab sizes, in bytes. A memtable's first slab of each kind is small, so an
 // empty or lightly used memtable (tests, a DB with a tiny MemTableSize) costs
@@ -11,33 +15,53 @@ const (
 	maxSlabBytes = 1 << 20
 )
 
-// slab hands out consecutive runs of Ts from a shared backing array. The
-// memtable keeps one for key and value bytes, one for nodes and one for the
-// high links of tall nodes. Runs are never freed or reused: they live as
-// long as the memtable, which is what lets readers alias them without
-// copying.
+// slab hands out consecutive runs of Ts from a shared backing array outside
+// the Go heap (package manual). The memtable keeps one for key and value
+// bytes, one for nodes and one for the high links of tall nodes. Runs are
+// never freed or reused on their own: they live until free releases the
+// whole slab with its memtable, which is what lets readers alias them
+// without copying.
 //
 // Only the writer calls alloc. A run is published to readers by the atomic
 // store that links its node into the list, so readers never see a run being
 // filled in.
 type slab[T any] struct {
 	buf []T // the current backing array; len is the part handed out
+	// held are the buffers behind every run handed out, for free.
+	held [][]byte
 }
 
 // alloc returns a zeroed run of n Ts whose capacity is n, so an append by the
 // caller can never reach into the next run. A request larger than a quarter
-// of the largest slab gets its own allocation: folding it into a slab could
+// of the largest slab gets a buffer of its own: folding it into a slab could
 // waste most of the slab it abandons.
 func (s *slab[T]) alloc(n int) []T {
 	if n > cap(s.buf)-len(s.buf) {
 		elem := int(unsafe.Sizeof(*new(T)))
 		limit := maxSlabBytes / elem
 		if n > limit/4 {
-			return make([]T, n)
+			return s.newBuffer(n)
 		}
-		s.buf = make([]T, 0, min(max(2*cap(s.buf), minSlabBytes/elem, n), limit))
+		s.buf = s.newBuffer(min(max(2*cap(s.buf), minSlabBytes/elem, n), limit))[:0]
 	}
 	i := len(s.buf)
 	s.buf = s.buf[:i+n]
 	return s.buf[i : i+n : i+n]
+}
+
+// newBuffer returns n zeroed Ts in a new buffer from manual.New, which starts
+// on a page boundary and so is aligned for any T.
+func (s *slab[T]) newBuffer(n int) []T {
+	b := manual.New(n * int(unsafe.Sizeof(*new(T))))
+	s.held = append(s.held, b)
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+// free returns every buffer of the slab to the kernel. Nothing handed out
+// by alloc may be touched afterwards.
+func (s *slab[T]) free() {
+	for _, b := range s.held {
+		manual.Free(b)
+	}
+	s.buf, s.held = nil, nil
 }

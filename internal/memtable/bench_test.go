@@ -21,6 +21,7 @@ func BenchmarkAdd(b *testing.B) {
 			key := make([]byte, 16)
 			value := make([]byte, 100)
 			m := New()
+			defer func() { m.Free() }()
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				if order == "random" {
@@ -31,6 +32,7 @@ func BenchmarkAdd(b *testing.B) {
 				}
 				m.Add(base.SeqNum(i+1), base.KindSet, key, value)
 				if m.Size() >= benchRotate {
+					m.Free()
 					m = New()
 				}
 			}
@@ -41,9 +43,9 @@ func BenchmarkAdd(b *testing.B) {
 
 // benchMemTable returns a memtable of n random 16-byte keys with 100-byte
 // values, and the keys.
-func benchMemTable(n int) (*MemTable, [][]byte) {
+func benchMemTable(b *testing.B, n int) (*MemTable, [][]byte) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	m := New()
+	m := newMem(b)
 	keys := make([][]byte, n)
 	value := make([]byte, 100)
 	for i := range keys {
@@ -57,7 +59,7 @@ func benchMemTable(n int) (*MemTable, [][]byte) {
 // and keys it does not (each one byte off a present key).
 func BenchmarkGet(b *testing.B) {
 	const n = 100_000
-	m, keys := benchMemTable(n)
+	m, keys := benchMemTable(b, n)
 	absent := make([][]byte, n)
 	for i, k := range keys {
 		absent[i] = append(k[:15:15], k[15]^1)
@@ -82,7 +84,7 @@ func BenchmarkGet(b *testing.B) {
 // op is one whole scan.
 func BenchmarkIter(b *testing.B) {
 	const n = 100_000
-	m, _ := benchMemTable(n)
+	m, _ := benchMemTable(b, n)
 	for _, dir := range []string{"forward", "backward"} {
 		b.Run(dir, func(b *testing.B) {
 			b.ReportAllocs()

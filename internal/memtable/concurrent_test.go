@@ -50,7 +50,7 @@ func TestConcurrentReaders(t *testing.T) {
 		rank[i] = r
 	}
 
-	m := New()
+	m := newMem(t)
 	var added atomic.Int64 // entries[:added] are in m
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -195,7 +195,7 @@ func TestConcurrentHotKeys(t *testing.T) {
 	const versions = 50000
 	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c"), []byte("d")}
 	nkeys := uint64(len(keys))
-	m := New()
+	m := newMem(t)
 	var added atomic.Uint64 // versions with seq <= added are in m
 	add := func(s uint64) {
 		m.Add(base.SeqNum(s), base.KindSet, keys[s%nkeys], binary.BigEndian.AppendUint64(nil, s))

@@ -12,7 +12,8 @@ import "github.com/shale-db/shale/internal/base"
 // search from the top of the list, O(log n), since nodes have no back links.
 //
 // Key and Value alias the memtable's memory, which never changes, so they
-// stay valid after the iterator moves; callers must not modify them.
+// stay valid after the iterator moves, until the memtable's Free; callers
+// must not modify them. The iterator must not be used after Free either.
 func (m *MemTable) NewIter() base.InternalIterator {
 	return &iterator{m: m}
 }

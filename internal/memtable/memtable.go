@@ -16,15 +16,29 @@
 // part of the rare tall tower from link slabs. An Add allocates nothing
 // except, now and then, a new slab.
 //
-// Nodes are Go structs linked by atomic.Pointer, not offsets into one byte
-// arena. Offsets would make the whole memtable pointer-free, so the garbage
-// collector would skip it, but they need unsafe casts to do atomic loads
-// from a []byte, and either a fixed capacity or a chunk directory that
-// readers also load atomically. Pointers keep the code plain and checked by
-// the race detector, at a bounded cost: the bulk of the memory, the key and
-// value bytes, is in byte slabs that the collector does not scan; only node
-// and link slabs (about 100 bytes per entry) hold pointers, and they are a
-// few large objects, not one per entry.
+// Every slab lives outside the Go heap (package manual), so that a memtable
+// costs its size once: on the heap, the collector's headroom (GOGC=100)
+// doubles every live byte. For 16-byte keys and 100-byte values an entry
+// takes 116 bytes of byte slab, a 96-byte node and on average 2/3 of a byte
+// of link slab, so the nodes are 45% of the memory and go outside the heap
+// with the bytes. Free returns all of it, and must be called exactly once,
+// when nothing reads the memtable any more: not a Get, not an iterator, not
+// a caller still holding a key or value it returned. A use after Free
+// faults and kills the process.
+//
+// Nodes are Go structs linked by atomic.Pointer, cast from slab bytes.
+// The collector neither scans nor keeps alive what manual memory points
+// to, so the rule that makes this safe is: every pointer inside a node
+// points into the same memtable's slabs (links to other nodes, kv into a
+// byte slab, high into a link slab) or is nil; nothing in a slab points
+// into the Go heap. Add keeps it by taking every run it stores in a node
+// from a slab, large entries included (they get a slab buffer of their
+// own). The head is the one node on the heap, inside the MemTable, and
+// nothing points to it. Range tombstones are not in slabs (see below).
+// Pointers rather than offsets keep the code plain (offsets would need
+// atomic loads from a []byte and a chunk directory readers also load).
+// The race detector does not watch memory outside the heap; the concurrent
+// tests check the writer's build-then-publish order by what readers see.
 //
 // A search is bound by cache misses, so a node is laid out for it to touch
 // one cache line per step: the links of the two lowest levels (all of the
@@ -42,12 +56,15 @@
 // only; Get applies the tombstones; RangeDels returns them for flushes and
 // the DB's iterators. A memtable rarely holds more than a few tombstones,
 // and re-fragmenting all of them at the first read after each new one is
-// cheap at that size.
+// cheap at that size. Their bytes are on the heap, so that spans handed out
+// by RangeDels, which the DB clips, merges and passes on, never alias memory
+// that Free returns.
 //
 // Size reports what the entries occupy: their key and value bytes plus each
 // node and its tower. It does not count the unused tail of the current slabs
-// (at most one slab of each kind, a few MiB at worst), so the heap held by a
-// memtable is slightly more than Size.
+// (at most one slab of each kind, a few MiB at worst) or the rounding of
+// slabs to whole pages, so the memory a memtable holds outside the heap is
+// slightly more than Size.
 package memtable
 
 import (
@@ -220,7 +237,7 @@ func (m *MemTable) Add(seq base.SeqNum, kind base.Kind, ukey, value []byte) {
 }
 
 func (m *MemTable) addRangeDel(seq base.SeqNum, start, end []byte) {
-	kv := m.bytes.alloc(len(start) + len(end))
+	kv := make([]byte, len(start)+len(end)) // on the heap: see the package comment
 	copy(kv, start)
 	copy(kv[len(start):], end)
 	t := rangedel.Tombstone{Start: kv[:len(start):len(start)], End: kv[len(start):], Seq: seq}
@@ -296,7 +313,8 @@ func (m *MemTable) findLast() *node {
 // a range tombstone the read sees deletes that entry (or there is no entry
 // and a tombstone covers ukey), Get returns kind base.KindRangeDelete, no
 // value, and ok true. The value aliases the memtable's memory, which never
-// changes once written; the caller must not modify it.
+// changes once written and stays valid until Free; the caller must not
+// modify it.
 func (m *MemTable) Get(ukey []byte, seq base.SeqNum) (value []byte, kind base.Kind, ok bool) {
 	cover := m.RangeDels().CoverSeq(ukey, seq)
 	trailer := base.MakeTrailer(min(seq, base.MaxSeqNum), base.KindMax)
@@ -315,6 +333,16 @@ func (m *MemTable) Len() int { return int(m.count.Load()) }
 
 // Empty reports whether the memtable has no entries.
 func (m *MemTable) Empty() bool { return m.Len() == 0 }
+
+// Free returns the memtable's slabs to the kernel. It must be called once,
+// after the last read of the memtable and of every key and value it
+// returned; touching any of them afterwards faults. Range tombstones from
+// RangeDels stay valid: they are on the heap.
+func (m *MemTable) Free() {
+	m.bytes.free()
+	m.nodes.free()
+	m.highs.free()
+}
 
 // Size returns the bytes the entries occupy: keys, values and per-entry
 // overhead (see the package comment). The DB rotates to a new memtable when

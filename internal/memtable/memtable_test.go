@@ -26,12 +26,12 @@ import (
 //
 // Entries print as ukey#seq,KIND=value; "." is an unpositioned iterator.
 func TestDataDriven(t *testing.T) {
-	m := New()
+	m := newMem(t)
 	datadriven.RunTest(t, "testdata/memtable", func(t *testing.T, d *datadriven.TestData) string {
 		var out strings.Builder
 		switch d.Cmd {
 		case "reset":
-			m = New()
+			m = newMem(t)
 			return "ok"
 		case "add":
 			for _, line := range strings.Split(d.Input, "\n") {
@@ -121,7 +121,7 @@ func formatEntry(it base.InternalIterator) string {
 // TestSize checks that Size charges each entry its key and value bytes plus
 // a node and its outside links, and that the overhead stays small.
 func TestSize(t *testing.T) {
-	m := New()
+	m := newMem(t)
 	if m.Size() != 0 || !m.Empty() {
 		t.Fatalf("new memtable: Size %d, Empty %t", m.Size(), m.Empty())
 	}
@@ -150,7 +150,7 @@ func TestSize(t *testing.T) {
 // TestAddAllocs checks that inserts share slabs: far fewer than one
 // allocation per Add, including entries that outgrow the first slabs.
 func TestAddAllocs(t *testing.T) {
-	m := New()
+	m := newMem(t)
 	k := make([]byte, 16)
 	v := make([]byte, 100)
 	seq := base.SeqNum(0)
@@ -167,7 +167,7 @@ func TestAddAllocs(t *testing.T) {
 // TestLargeEntry checks that a key or value bigger than a slab is stored
 // whole, and that small entries around it still read back.
 func TestLargeEntry(t *testing.T) {
-	m := New()
+	m := newMem(t)
 	big := bytes.Repeat([]byte("0123456789"), maxSlabBytes/5)
 	m.Add(1, base.KindSet, []byte("a"), []byte("small"))
 	m.Add(2, base.KindSet, big, big)
@@ -186,7 +186,7 @@ func TestLargeEntry(t *testing.T) {
 // TestAliasingCapacity checks that appending to a returned key or value
 // cannot overwrite the entry stored after it in the same slab.
 func TestAliasingCapacity(t *testing.T) {
-	m := New()
+	m := newMem(t)
 	m.Add(1, base.KindSet, []byte("a"), []byte("1"))
 	m.Add(2, base.KindSet, []byte("b"), []byte("2"))
 	v, _, _ := m.Get([]byte("a"), 1)
@@ -228,7 +228,7 @@ func TestLessAroundPrefix(t *testing.T) {
 		}
 	}
 
-	m := New()
+	m := newMem(t)
 	for i, k := range keys {
 		m.Add(base.SeqNum(i+1), base.KindSet, k, nil)
 	}

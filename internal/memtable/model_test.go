@@ -85,7 +85,7 @@ func modelKey(c chooser) []byte {
 // One iterator stays open throughout, so it also checks that an iterator
 // sees entries added after it was positioned.
 func runModel(t testing.TB, c chooser) {
-	m := New()
+	m := newMem(t)
 	var want model
 	it := m.NewIter()
 	pos := -1 // the model's iterator position; -1: not positioned
