@@ -64,5 +64,6 @@ func (w *writer) Finish() ([]byte, error) {
 		b.add(h)
 	}
 	t := trailer{keys: uint64(len(w.hashes)), lines: b.numLines, k: b.k, layout: layoutBits}
+	w.hashes.Release()
 	return t.appendTo(b.lines), nil
 }

@@ -170,6 +170,7 @@ func (w *writer) AddHash(h uint64) { w.hashes.Add(h) }
 // build), which a set without repeated hashes practically never meets.
 func (w *writer) Finish() ([]byte, error) {
 	data, _, err := build(w.hashes, paramsFor(len(w.hashes)))
+	w.hashes.Release()
 	return data, err
 }
 

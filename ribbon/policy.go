@@ -53,5 +53,6 @@ func (w *writer) AddHash(h uint64) { w.hashes.Add(h) }
 // filter).
 func (w *writer) Finish() ([]byte, error) {
 	data, _, err := build(w.hashes, w.bitsPerKey)
+	w.hashes.Release()
 	return data, err
 }
