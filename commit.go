@@ -1,7 +1,6 @@
 package shale
 
 import (
-	"runtime"
 	"sync"
 	"time"
 
@@ -45,9 +44,7 @@ var pendingWrites = sync.Pool{
 func (db *DB) commit(b *Batch, syncWAL, forceFlush bool) error {
 	w := pendingWrites.Get().(*pendingWrite)
 	w.batch, w.sync, w.forceFlush = b, syncWAL, forceFlush
-	db.committing.Add(1)
 	err := db.commitQueued(w)
-	db.committing.Add(-1)
 	w.batch = nil
 	pendingWrites.Put(w)
 	return err
@@ -57,26 +54,25 @@ func (db *DB) commit(b *Batch, syncWAL, forceFlush bool) error {
 // the group if no other writer is.
 func (db *DB) commitQueued(w *pendingWrite) error {
 	db.commitMu.Lock()
+	db.committing++
 	db.queue = append(db.queue, w)
 	lead := !db.leading
 	db.leading = true
+	db.wakeGatherer()
 	db.commitMu.Unlock()
 
 	if !lead {
 		r := <-w.wake
 		if !r.lead {
+			db.commitMu.Lock()
+			db.committing--
+			db.wakeGatherer()
+			db.commitMu.Unlock()
 			return r.err
 		}
 	}
 
-	db.gatherGroup()
-	// The leader swaps the queue for the spare one, so that writers queue
-	// into a slice that has already grown while this group commits.
-	db.commitMu.Lock()
-	group := db.queue
-	db.queue, db.spareQueue = db.spareQueue, nil
-	db.commitMu.Unlock()
-
+	group := db.takeGroup(w)
 	err := db.commitGroup(group)
 
 	for _, g := range group {
@@ -86,6 +82,7 @@ func (db *DB) commitQueued(w *pendingWrite) error {
 	}
 	clear(group) // keep no pendingWrite (and so no batch) alive
 	db.commitMu.Lock()
+	db.committing--
 	db.spareQueue = group[:0]
 	if len(db.queue) > 0 {
 		db.queue[0].wake <- commitResult{lead: true}
@@ -345,15 +342,38 @@ func isClosing(ch chan struct{}) bool {
 	}
 }
 
-// gatherGroup lets the other writes in commit reach the queue before the
-// leader takes it. A leader never blocks while it commits (a write call to
-// the page cache keeps its thread), so without this, writers that share a
-// core take turns at the scheduler's pace: each one commits alone, one
-// write call per write, until it is preempted. Yielding runs the writers
-// that are ready, and they queue up behind the leader; a lone writer never
-// yields.
-func (db *DB) gatherGroup() {
-	if db.committing.Load() > 1 {
-		runtime.Gosched()
+// takeGroup returns the queue for the leader w to commit, once every other
+// write inside commit has queued or returned, so that the writers of the
+// previous group, woken but not yet run, can queue for this one. A leader
+// never blocks while it commits (a write call to the page cache keeps its
+// thread), so without this wait writers that share a core take turns at
+// the scheduler's pace: each one commits alone, one write call per write,
+// until it is preempted. The leader parks rather than yields, which also
+// frees its P to run writers stranded behind a P that is busy with a
+// compaction. The wait is bounded: the writes it waits for need only CPU
+// to queue or return (see wakeGatherer). A lone writer never waits.
+//
+// The leader swaps the queue for the spare one, so that writers queue into
+// a slice that has already grown while this group commits.
+func (db *DB) takeGroup(w *pendingWrite) []*pendingWrite {
+	db.commitMu.Lock()
+	if db.committing > len(db.queue) {
+		db.gatherer = w
+		db.commitMu.Unlock()
+		<-w.wake
+		db.commitMu.Lock()
+	}
+	group := db.queue
+	db.queue, db.spareQueue = db.spareQueue, nil
+	db.commitMu.Unlock()
+	return group
+}
+
+// wakeGatherer wakes the leader waiting in takeGroup, if any, once every
+// write inside commit has queued or returned; with commitMu held.
+func (db *DB) wakeGatherer() {
+	if db.gatherer != nil && db.committing <= len(db.queue) {
+		db.gatherer.wake <- commitResult{lead: true}
+		db.gatherer = nil
 	}
 }
