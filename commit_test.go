@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,4 +121,32 @@ func putConcurrently(db *DB, writers, perWriter int, errs *goErrors) *sync.WaitG
 		}()
 	}
 	return &wg
+}
+
+// BenchmarkCommitGroup measures unsynced Puts of 100-byte values from 1 and
+// 4 writers on the OS file system, and reports the WAL write calls per Put
+// (wal-writes/op): 1 for one writer, the inverse of the mean group size
+// for several. Compare runs with benchstat.
+func BenchmarkCommitGroup(b *testing.B) {
+	value := make([]byte, 100)
+	for _, writers := range []int{1, 4} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			db := openBench(b, &Options{NoSync: true})
+			before := db.Metrics().WALWrites
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			for range writers {
+				wg.Go(func() {
+					for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+						if err := db.Put(benchKey(int(i)), value); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(db.Metrics().WALWrites-before)/float64(b.N), "wal-writes/op")
+		})
+	}
 }
