@@ -51,14 +51,12 @@ func (db *DB) commit(b *Batch, syncWAL, forceFlush bool) error {
 }
 
 // commitQueued queues w and waits for its group to be committed, leading
-// the group if no other writer is.
+// the group if it is elected (see electLeader).
 func (db *DB) commitQueued(w *pendingWrite) error {
 	db.commitMu.Lock()
 	db.committing++
 	db.queue = append(db.queue, w)
-	lead := !db.leading
-	db.leading = true
-	db.wakeGatherer()
+	lead := db.electLeader(w)
 	db.commitMu.Unlock()
 
 	if !lead {
@@ -66,13 +64,19 @@ func (db *DB) commitQueued(w *pendingWrite) error {
 		if !r.lead {
 			db.commitMu.Lock()
 			db.committing--
-			db.wakeGatherer()
+			db.electLeader(nil)
 			db.commitMu.Unlock()
 			return r.err
 		}
 	}
 
-	group := db.takeGroup(w)
+	// The leader swaps the queue for the spare one, so that writers queue
+	// into a slice that has already grown while this group commits.
+	db.commitMu.Lock()
+	group := db.queue
+	db.queue, db.spareQueue = db.spareQueue, nil
+	db.commitMu.Unlock()
+
 	err := db.commitGroup(group)
 
 	for _, g := range group {
@@ -84,13 +88,37 @@ func (db *DB) commitQueued(w *pendingWrite) error {
 	db.commitMu.Lock()
 	db.committing--
 	db.spareQueue = group[:0]
-	if len(db.queue) > 0 {
-		db.queue[0].wake <- commitResult{lead: true}
-	} else {
-		db.leading = false
-	}
+	db.leading = false
+	db.electLeader(nil)
 	db.commitMu.Unlock()
 	return err
+}
+
+// electLeader starts the next group if it is due, with commitMu held: if no
+// group is being committed, some write is queued, and every write inside
+// commit has queued or returned. It is called whenever one of these may
+// have become true: a write queued (self, which then leads, and
+// electLeader returns true), a write returned, a group ended. Otherwise
+// the first queued write is woken to lead.
+//
+// Waiting for every write inside commit lets the writers of the previous
+// group, woken but not yet run, queue for the next group. A leader never
+// blocks while it commits (a write call to the page cache keeps its
+// thread), so without this wait writers that share a core take turns at
+// the scheduler's pace: each one commits alone, one write call per write,
+// until it is preempted. The wait is bounded: the writes it waits for need
+// only CPU to queue or return. A lone writer never waits, and the write
+// that completes a group most often leads it itself, without a wake-up.
+func (db *DB) electLeader(self *pendingWrite) bool {
+	if db.leading || len(db.queue) == 0 || db.committing > len(db.queue) {
+		return false
+	}
+	db.leading = true
+	if self != nil {
+		return true
+	}
+	db.queue[0].wake <- commitResult{lead: true}
+	return false
 }
 
 // commitGroup writes a group of batches: room in the memtable, sequence
@@ -339,41 +367,5 @@ func isClosing(ch chan struct{}) bool {
 		return true
 	default:
 		return false
-	}
-}
-
-// takeGroup returns the queue for the leader w to commit, once every other
-// write inside commit has queued or returned, so that the writers of the
-// previous group, woken but not yet run, can queue for this one. A leader
-// never blocks while it commits (a write call to the page cache keeps its
-// thread), so without this wait writers that share a core take turns at
-// the scheduler's pace: each one commits alone, one write call per write,
-// until it is preempted. The leader parks rather than yields, which also
-// frees its P to run writers stranded behind a P that is busy with a
-// compaction. The wait is bounded: the writes it waits for need only CPU
-// to queue or return (see wakeGatherer). A lone writer never waits.
-//
-// The leader swaps the queue for the spare one, so that writers queue into
-// a slice that has already grown while this group commits.
-func (db *DB) takeGroup(w *pendingWrite) []*pendingWrite {
-	db.commitMu.Lock()
-	if db.committing > len(db.queue) {
-		db.gatherer = w
-		db.commitMu.Unlock()
-		<-w.wake
-		db.commitMu.Lock()
-	}
-	group := db.queue
-	db.queue, db.spareQueue = db.spareQueue, nil
-	db.commitMu.Unlock()
-	return group
-}
-
-// wakeGatherer wakes the leader waiting in takeGroup, if any, once every
-// write inside commit has queued or returned; with commitMu held.
-func (db *DB) wakeGatherer() {
-	if db.gatherer != nil && db.committing <= len(db.queue) {
-		db.gatherer.wake <- commitResult{lead: true}
-		db.gatherer = nil
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 // TestCommitGroupsForm checks that concurrent writers share WAL write
 // calls. A commit leader never blocks, so without the leader waiting for
-// the writers of the previous group to queue again (takeGroup), writers
+// the writers of the previous group to queue again (electLeader), writers
 // sharing a core commit one at a time: 1.00 write calls per Put with 4
 // writers, measured, and 0.34-0.53 with it. The bound asks for a mean group
 // above 10/9. It needs two Ps: with one, a writer runs alone for its whole

@@ -82,11 +82,9 @@ type DB struct {
 	commitMu sync.Mutex
 	queue    []*pendingWrite
 	leading  bool
-	// committing counts the writes from queueing to returning, queued,
-	// leading or woken; gatherer is the leader waiting for them to queue
-	// or return before it takes the queue, or nil (see takeGroup).
+	// committing counts the writes from queueing to returning: queued,
+	// leading, or woken and about to return (see electLeader).
 	committing int
-	gatherer   *pendingWrite
 	// spareQueue is the queue of the previous group, emptied, for the next
 	// leader to swap in (nil while a leader has it).
 	spareQueue []*pendingWrite
