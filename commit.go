@@ -38,9 +38,10 @@ var pendingWrites = sync.Pool{
 // Writers queue up; one of them, the leader, takes the whole queue, writes
 // its batches to the WAL as one group (one write call), syncs the log once
 // for the group, applies the batches to the memtable and publishes the new
-// sequence number, then hands leadership to the next waiting writer. So N
-// concurrent writers share one write and one fsync. The batch is not
-// referenced once commit returns.
+// sequence number, then wakes the others; the next group's leader is
+// elected once it is due (see electLeader). So N concurrent writers share
+// one write and one fsync. The batch is not referenced once commit
+// returns.
 func (db *DB) commit(b *Batch, syncWAL, forceFlush bool) error {
 	w := pendingWrites.Get().(*pendingWrite)
 	w.batch, w.sync, w.forceFlush = b, syncWAL, forceFlush
@@ -107,8 +108,10 @@ func (db *DB) commitQueued(w *pendingWrite) error {
 // thread), so without this wait writers that share a core take turns at
 // the scheduler's pace: each one commits alone, one write call per write,
 // until it is preempted. The wait is bounded: the writes it waits for need
-// only CPU to queue or return. A lone writer never waits, and the write
-// that completes a group most often leads it itself, without a wake-up.
+// only CPU to queue or return. A lone writer never waits. With several,
+// the last write to return most often completes the group and wakes its
+// leader: a group costs one wake-up per write in it, as each of them
+// waited.
 func (db *DB) electLeader(self *pendingWrite) bool {
 	if db.leading || len(db.queue) == 0 || db.committing > len(db.queue) {
 		return false
