@@ -15,7 +15,7 @@ import (
 // calls. A commit leader never blocks, so without the leader waiting for
 // the writers of the previous group to queue again (electLeader), writers
 // sharing a core commit one at a time: 1.00 write calls per Put with 4
-// writers, measured, and 0.34-0.53 with it. The bound asks for a mean group
+// writers, measured, and 0.26-0.69 with it. The bound asks for a mean group
 // above 10/9. It needs two Ps: with one, a writer runs alone for its whole
 // time slice until the others have entered a commit, the first time they
 // are preempted there.
