@@ -1,7 +1,6 @@
 package shale
 
 import (
-	"runtime"
 	"sync"
 	"time"
 
@@ -38,37 +37,39 @@ var pendingWrites = sync.Pool{
 // Writers queue up; one of them, the leader, takes the whole queue, writes
 // its batches to the WAL as one group (one write call), syncs the log once
 // for the group, applies the batches to the memtable and publishes the new
-// sequence number, then hands leadership to the next waiting writer. So N
-// concurrent writers share one write and one fsync. The batch is not
-// referenced once commit returns.
+// sequence number, then wakes the others; the next group's leader is
+// elected once it is due (see electLeader). So N concurrent writers share
+// one write and one fsync. The batch is not referenced once commit
+// returns.
 func (db *DB) commit(b *Batch, syncWAL, forceFlush bool) error {
 	w := pendingWrites.Get().(*pendingWrite)
 	w.batch, w.sync, w.forceFlush = b, syncWAL, forceFlush
-	db.committing.Add(1)
 	err := db.commitQueued(w)
-	db.committing.Add(-1)
 	w.batch = nil
 	pendingWrites.Put(w)
 	return err
 }
 
 // commitQueued queues w and waits for its group to be committed, leading
-// the group if no other writer is.
+// the group if it is elected (see electLeader).
 func (db *DB) commitQueued(w *pendingWrite) error {
 	db.commitMu.Lock()
+	db.committing++
 	db.queue = append(db.queue, w)
-	lead := !db.leading
-	db.leading = true
+	lead := db.electLeader(w)
 	db.commitMu.Unlock()
 
 	if !lead {
 		r := <-w.wake
 		if !r.lead {
+			db.commitMu.Lock()
+			db.committing--
+			db.electLeader(nil)
+			db.commitMu.Unlock()
 			return r.err
 		}
 	}
 
-	db.gatherGroup()
 	// The leader swaps the queue for the spare one, so that writers queue
 	// into a slice that has already grown while this group commits.
 	db.commitMu.Lock()
@@ -85,14 +86,41 @@ func (db *DB) commitQueued(w *pendingWrite) error {
 	}
 	clear(group) // keep no pendingWrite (and so no batch) alive
 	db.commitMu.Lock()
+	db.committing--
 	db.spareQueue = group[:0]
-	if len(db.queue) > 0 {
-		db.queue[0].wake <- commitResult{lead: true}
-	} else {
-		db.leading = false
-	}
+	db.leading = false
+	db.electLeader(nil)
 	db.commitMu.Unlock()
 	return err
+}
+
+// electLeader starts the next group if it is due, with commitMu held: if no
+// group is being committed, some write is queued, and every write inside
+// commit has queued or returned. It is called whenever one of these may
+// have become true: a write queued (self, which then leads, and
+// electLeader returns true), a write returned, a group ended. Otherwise
+// the first queued write is woken to lead.
+//
+// Waiting for every write inside commit lets the writers of the previous
+// group, woken but not yet run, queue for the next group. A leader never
+// blocks while it commits (a write call to the page cache keeps its
+// thread), so without this wait writers that share a core take turns at
+// the scheduler's pace: each one commits alone, one write call per write,
+// until it is preempted. The wait is bounded: the writes it waits for need
+// only CPU to queue or return. A lone writer never waits. With several,
+// the last write to return most often completes the group and wakes its
+// leader: a group costs one wake-up per write in it, as each of them
+// waited.
+func (db *DB) electLeader(self *pendingWrite) bool {
+	if db.leading || len(db.queue) == 0 || db.committing > len(db.queue) {
+		return false
+	}
+	db.leading = true
+	if self != nil {
+		return true
+	}
+	db.queue[0].wake <- commitResult{lead: true}
+	return false
 }
 
 // commitGroup writes a group of batches: room in the memtable, sequence
@@ -341,18 +369,5 @@ func isClosing(ch chan struct{}) bool {
 		return true
 	default:
 		return false
-	}
-}
-
-// gatherGroup lets the other writes in commit reach the queue before the
-// leader takes it. A leader never blocks while it commits (a write call to
-// the page cache keeps its thread), so without this, writers that share a
-// core take turns at the scheduler's pace: each one commits alone, one
-// write call per write, until it is preempted. Yielding runs the writers
-// that are ready, and they queue up behind the leader; a lone writer never
-// yields.
-func (db *DB) gatherGroup() {
-	if db.committing.Load() > 1 {
-		runtime.Gosched()
 	}
 }

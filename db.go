@@ -82,10 +82,9 @@ type DB struct {
 	commitMu sync.Mutex
 	queue    []*pendingWrite
 	leading  bool
-	// committing counts the writes inside commit, queued, leading or
-	// about to return; the leader yields to the others before taking the
-	// queue when it is above 1 (see gatherGroup).
-	committing atomic.Int32
+	// committing counts the writes from queueing to returning: queued,
+	// leading, or woken and about to return (see electLeader).
+	committing int
 	// spareQueue is the queue of the previous group, emptied, for the next
 	// leader to swap in (nil while a leader has it).
 	spareQueue []*pendingWrite
