@@ -184,3 +184,41 @@ func BenchmarkRecovery(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkGetFromFiles measures point lookups that read a table file:
+// 100,000 present keys in 16 tables, no block cache, so each Get reads
+// one block with one pread (the page cache serves it) through the table
+// cache, from every core at once. Run it with -cpu 1,2,... to see what
+// reads that reach a file cost beside the read itself.
+func BenchmarkGetFromFiles(b *testing.B) {
+	const n, tables = 100_000, 16
+	db := openBench(b, &Options{NoSync: true, DisableAutomaticCompactions: true,
+		MemTableSize: 64 << 20, BlockCacheSize: -1})
+	for t := range tables {
+		batch := db.NewBatch()
+		for i := t; i < n; i += tables {
+			batch.Put(benchKey(i), []byte("value-value-value-value"))
+		}
+		if err := db.Apply(batch); err != nil {
+			b.Fatal(err)
+		}
+		if err := db.Flush(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var seed atomic.Uint64
+	before := db.Metrics()
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		rng := rand.New(rand.NewPCG(seed.Add(1), 0))
+		for pb.Next() {
+			if _, err := db.Get(benchKey(rng.IntN(n))); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	after := db.Metrics()
+	b.ReportMetric(float64(after.DiskReads-before.DiskReads)/float64(b.N), "disk-reads/op")
+}
