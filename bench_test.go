@@ -98,8 +98,15 @@ func BenchmarkGetParallel(b *testing.B) {
 	if err := db.Apply(batch); err != nil {
 		b.Fatal(err)
 	}
+	getRandomParallel(b, db, n)
+}
+
+// getRandomParallel times Gets of benchKey(0..n-1) at random from every
+// core at once.
+func getRandomParallel(b *testing.B, db *DB, n int) {
 	var seed atomic.Uint64
 	b.ReportAllocs()
+	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		rng := rand.New(rand.NewPCG(seed.Add(1), 0))
 		for pb.Next() {
@@ -206,19 +213,8 @@ func BenchmarkGetFromFiles(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	var seed atomic.Uint64
 	before := db.Metrics()
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		rng := rand.New(rand.NewPCG(seed.Add(1), 0))
-		for pb.Next() {
-			if _, err := db.Get(benchKey(rng.IntN(n))); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
+	getRandomParallel(b, db, n)
 	after := db.Metrics()
 	b.ReportMetric(float64(after.DiskReads-before.DiskReads)/float64(b.N), "disk-reads/op")
 }
