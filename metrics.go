@@ -35,7 +35,7 @@ type Metrics struct {
 	// FilterMemory is the bytes of filters the live tables hold in
 	// memory, and IndexMemory of their index blocks. They are outside the
 	// Go heap, so the collector's headroom does not double them, in one
-	// buffer per table that takes whole pages (up to 4 KiB more than
+	// buffer per table that takes whole pages (up to a page more than
 	// these figures per table); range filters, counted in FilterMemory,
 	// are on the heap.
 	FilterMemory int64
@@ -49,10 +49,10 @@ type Metrics struct {
 	RowCacheBytes   int64 // charged to the row cache now: keys, values and bookkeeping
 
 	// MemTableBytes is what the entries of the mutable memtable occupy:
-	// keys, values and skiplist nodes, all outside the Go heap, so the
+	// keys, values and skiplist nodes, outside the Go heap, so the
 	// garbage collector's headroom does not double them (the current
 	// slabs' unused tails and page rounding come on top, at most a few
-	// MiB).
+	// MiB), and its range tombstones, which are on the heap.
 	MemTableBytes          int64
 	ImmutableTables        int   // memtables waiting for a flush
 	ImmutableMemTableBytes int64 // ... and their bytes, outside the Go heap too
