@@ -26,8 +26,9 @@
 // instead of returning them, so that a use after Free faults at once
 // rather than reading memory the kernel has handed to someone else.
 //
-// The package uses mmap and munmap, as the engine's vfs (file locks) ties
-// it to Unix systems already.
+// The package uses mmap and munmap (golang.org/x/sys/unix, which has them
+// on every Unix system), as the engine's vfs (file locks) ties it to Unix
+// systems already.
 package manual
 
 import (
@@ -35,8 +36,9 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 var pageSize = os.Getpagesize()
@@ -55,7 +57,7 @@ func New(n int) []byte {
 	if n < 0 {
 		panic(fmt.Sprintf("manual: New(%d)", n))
 	}
-	m, err := syscall.Mmap(-1, 0, roundUp(n), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	m, err := unix.Mmap(-1, 0, roundUp(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 	if err != nil {
 		panic(fmt.Sprintf("manual: out of memory: mapping %d bytes: %v", n, err))
 	}
@@ -74,7 +76,7 @@ func Free(b []byte) {
 		quarantine(m)
 		return
 	}
-	if err := syscall.Munmap(m); err != nil {
+	if err := unix.Munmap(m); err != nil {
 		panic(fmt.Sprintf("manual: Free of a buffer New did not give: %v", err))
 	}
 }
@@ -104,14 +106,14 @@ var quarantined struct {
 }
 
 func quarantine(m []byte) {
-	if err := syscall.Mprotect(m, syscall.PROT_NONE); err != nil {
+	if err := unix.Mprotect(m, unix.PROT_NONE); err != nil {
 		panic(fmt.Sprintf("manual: Free of a buffer New did not give: %v", err))
 	}
 	q := &quarantined
 	q.Lock()
 	defer q.Unlock()
 	if old := q.ring[q.next]; old != nil {
-		if err := syscall.Munmap(old); err != nil {
+		if err := unix.Munmap(old); err != nil {
 			panic(fmt.Sprintf("manual: unmapping a quarantined buffer: %v", err))
 		}
 	}
