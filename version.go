@@ -21,9 +21,9 @@ import (
 // frees them: a later read of them faults and kills the process. So the
 // rule, for every path that uses t.reader (Get, iterators, compaction
 // inputs, Tables, Metrics, traces): use it only while holding a reference
-// to a version that includes t (a readState, which an Iterator keeps until it
-// closes, or a compaction's), and keep nothing that aliases the reader past that
-// reference (nothing it returns does: see sstable.Reader). A table no
+// to a version that includes t (a readState, which an Iterator keeps until
+// it closes, or a compaction's), and keep nothing that aliases the reader
+// past that reference (nothing it returns does: see sstable.Reader). A table no
 // version ever took (a failed flush or compaction output, Check's and
 // Repair's own) is its opener's to close, once, after its last use.
 type table struct {
