@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shale-db/shale/internal/manual"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -14,20 +13,8 @@ import (
 // the Go heap, and manual_test.go makes a read of freed memory crash the
 // test binary, so a memtable freed too early fails them by crashing.
 
-func lifeKey(i int) []byte { return fmt.Appendf(nil, "key%05d", i) }
-func lifeValue(round, i int) []byte {
-	return fmt.Appendf(nil, "value %d of key %d, round %d", round, i, round)
-}
-
-// lifePut writes every key of n with its value of round.
-func lifePut(t *testing.T, db *DB, n, round int) {
-	t.Helper()
-	for i := range n {
-		if err := db.Put(lifeKey(i), lifeValue(round, i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+// roundValue is the value every key gets in a round of writes.
+func roundValue(round int) string { return fmt.Sprintf("round %d", round) }
 
 // TestReadsOutliveMemTables keeps an iterator, a snapshot and a snapshot's
 // iterator open while the memtables they read are rotated out, flushed and
@@ -37,7 +24,7 @@ func TestReadsOutliveMemTables(t *testing.T) {
 	db := mustOpen(t, "db", &Options{FS: vfs.NewMem(), NoSync: true, MemTableSize: 16 << 10})
 	defer db.Close()
 	const n = 500
-	lifePut(t, db, n, 1)
+	putKeys(t, db, 0, n, roundValue(1))
 	if m := db.Metrics(); m.MemTableBytes == 0 {
 		t.Fatal("the mutable memtable is empty: the iterators would read no memtable")
 	}
@@ -56,7 +43,7 @@ func TestReadsOutliveMemTables(t *testing.T) {
 
 	flushes := db.Metrics().Flushes
 	for round := 2; round <= 4; round++ {
-		lifePut(t, db, n, round)
+		putKeys(t, db, 0, n, roundValue(round))
 		if err := db.Flush(); err != nil {
 			t.Fatal(err)
 		}
@@ -72,8 +59,8 @@ func TestReadsOutliveMemTables(t *testing.T) {
 	}{{"iterator", it}, {"snapshot iterator", sit}} {
 		i := 0
 		for ok := true; ok; ok = c.it.Next() {
-			if i >= n || string(c.it.Key()) != string(lifeKey(i)) || string(c.it.Value()) != string(lifeValue(1, i)) {
-				t.Fatalf("%s entry %d: %q = %q, want %q = %q", c.name, i, c.it.Key(), c.it.Value(), lifeKey(i), lifeValue(1, i))
+			if i >= n || string(c.it.Key()) != string(numberedKey(i)) || string(c.it.Value()) != (roundValue(1)) {
+				t.Fatalf("%s entry %d: %q = %q, want %q = %q", c.name, i, c.it.Key(), c.it.Value(), numberedKey(i), roundValue(1))
 			}
 			i++
 		}
@@ -82,11 +69,11 @@ func TestReadsOutliveMemTables(t *testing.T) {
 		}
 	}
 	for i := range n {
-		if v, err := snap.Get(lifeKey(i)); err != nil || string(v) != string(lifeValue(1, i)) {
-			t.Fatalf("snapshot Get(%q) = %q, %v; want %q", lifeKey(i), v, err, lifeValue(1, i))
+		if v, err := snap.Get(numberedKey(i)); err != nil || string(v) != (roundValue(1)) {
+			t.Fatalf("snapshot Get(%q) = %q, %v; want %q", numberedKey(i), v, err, roundValue(1))
 		}
-		if v, err := db.Get(lifeKey(i)); err != nil || string(v) != string(lifeValue(4, i)) {
-			t.Fatalf("Get(%q) = %q, %v; want %q", lifeKey(i), v, err, lifeValue(4, i))
+		if v, err := db.Get(numberedKey(i)); err != nil || string(v) != (roundValue(4)) {
+			t.Fatalf("Get(%q) = %q, %v; want %q", numberedKey(i), v, err, roundValue(4))
 		}
 	}
 }
@@ -97,12 +84,12 @@ func TestReadsOutliveMemTables(t *testing.T) {
 // Open that replays the WAL into a memtable and flushes it, and by an Open
 // that fails after making its memtable.
 func TestCloseFreesMemTables(t *testing.T) {
-	before := manual.InUse()
+	checkFreed := leakCheck(t)
 	efs := vfs.NewErrorFS(vfs.NewMem())
 	opts := &Options{FS: efs, NoSync: true, MemTableSize: 16 << 10}
 	db := mustOpen(t, "db", opts)
 	const n = 500
-	lifePut(t, db, n, 1)
+	putKeys(t, db, 0, n, roundValue(1))
 	it := db.NewIter(nil)
 	if !it.First() {
 		t.Fatalf("First: %v", it.Error())
@@ -111,28 +98,24 @@ func TestCloseFreesMemTables(t *testing.T) {
 	if err := db.Close(); err == nil || !strings.Contains(err.Error(), "left open") {
 		t.Fatalf("Close with an iterator and a snapshot open = %v, want an error counting them", err)
 	}
-	if got := manual.InUse(); got != before {
-		t.Fatalf("after Close, %d bytes of manual memory in use, want %d", got, before)
-	}
+	checkFreed("after Close")
 	if it.Next() || !errors.Is(it.Error(), ErrClosed) || it.Key() != nil || it.Value() != nil {
 		t.Fatalf("an iterator after Close: Key %q, Value %q, error %v; want nothing and ErrClosed", it.Key(), it.Value(), it.Error())
 	}
-	if _, err := snap.Get(lifeKey(0)); !errors.Is(err, ErrClosed) {
+	if _, err := snap.Get(numberedKey(0)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("a snapshot's Get after Close: %v, want ErrClosed", err)
 	}
 
 	// The WAL holds the last memtable's writes: Open replays and flushes them.
 	db = mustOpen(t, "db", opts)
-	if v, err := db.Get(lifeKey(n - 1)); err != nil || string(v) != string(lifeValue(1, n-1)) {
-		t.Fatalf("Get(%q) after reopening = %q, %v; want %q", lifeKey(n-1), v, err, lifeValue(1, n-1))
+	if v, err := db.Get(numberedKey(n - 1)); err != nil || string(v) != (roundValue(1)) {
+		t.Fatalf("Get(%q) after reopening = %q, %v; want %q", numberedKey(n-1), v, err, roundValue(1))
 	}
-	lifePut(t, db, 10, 2) // a mutable memtable with entries, left in the WAL
+	putKeys(t, db, 0, 10, roundValue(2)) // a mutable memtable with entries, left in the WAL
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := manual.InUse(); got != before {
-		t.Fatalf("after reopening and closing, %d bytes of manual memory in use, want %d", got, before)
-	}
+	checkFreed("after reopening and closing")
 
 	// An Open that replays the WAL, flushes it and makes its memtable,
 	// then cannot write its MANIFEST.
@@ -145,7 +128,5 @@ func TestCloseFreesMemTables(t *testing.T) {
 	if _, err := Open("db", opts); err == nil {
 		t.Fatal("Open succeeded without a MANIFEST")
 	}
-	if got := manual.InUse(); got != before {
-		t.Fatalf("after a failed Open, %d bytes of manual memory in use, want %d", got, before)
-	}
+	checkFreed("after a failed Open")
 }

@@ -14,18 +14,7 @@ import (
 // The tables' filters and indexes live in manual memory (internal/manual),
 // freed when a table's last version lets go of it. These tests run with
 // manual.CheckUseAfterFree (manual_test.go): a read of a freed table
-// crashes the binary. The package's tests run one at a time (none calls
-// t.Parallel), so manual.InUse measures one DB.
-
-// putKeys writes key%04d = value for i in [from, to).
-func putKeys(t *testing.T, db *DB, from, to int, value string) {
-	t.Helper()
-	for i := from; i < to; i++ {
-		if err := db.Put(fmt.Appendf(nil, "key%04d", i), []byte(value)); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+// crashes the binary.
 
 // TestIteratorOutlivesItsTables reads through an iterator after flushes
 // and a compaction made every table it reads obsolete: the tables stay
@@ -65,7 +54,7 @@ func TestIteratorOutlivesItsTables(t *testing.T) {
 	// Both ways, and seeks, so that every table's index is read again.
 	i := 0
 	for ok := it.First(); ok; ok = it.Next() {
-		if want := fmt.Sprintf("key%04d", i); string(it.Key()) != want || string(it.Value()) != "old" {
+		if want := string(numberedKey(i)); string(it.Key()) != want || string(it.Value()) != "old" {
 			t.Fatalf("entry %d: %s=%s, want %s=old", i, it.Key(), it.Value(), want)
 		}
 		i++
@@ -77,7 +66,7 @@ func TestIteratorOutlivesItsTables(t *testing.T) {
 		i--
 	}
 	for k := 0; k < n; k += 97 {
-		key := fmt.Appendf(nil, "key%04d", k)
+		key := numberedKey(k)
 		if !it.SeekGE(key) || string(it.Key()) != string(key) {
 			t.Fatalf("SeekGE(%s) landed on %s (error %v)", key, it.Key(), it.Error())
 		}
@@ -107,12 +96,7 @@ func TestIteratorOutlivesItsTables(t *testing.T) {
 // a Check and a Repair.
 func TestCloseFreesTables(t *testing.T) {
 	before := manual.InUse()
-	checkFreed := func(when string) {
-		t.Helper()
-		if leaked := manual.InUse() - before; leaked != 0 {
-			t.Fatalf("%s: %d bytes of manual memory are still allocated", when, leaked)
-		}
-	}
+	checkFreed := leakCheck(t)
 	fs := vfs.NewMem()
 	opts := &Options{FS: fs, NoSync: true, BlockSize: 256, MemTableSize: 16 << 10, TargetFileSize: 8 << 10}
 	db := mustOpen(t, "db", opts)
@@ -184,21 +168,21 @@ func TestConcurrentTableUse(t *testing.T) {
 	var wg sync.WaitGroup
 	var errs goErrors
 	read := func(i int) error {
-		key := fmt.Appendf(nil, "key%04d", i%keys)
+		key := numberedKey(i % keys)
 		if _, err := db.Get(key); err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}
 		if _, err := db.TraceGet(key); err != nil {
 			return err
 		}
-		it := db.NewIter(&IterOptions{LowerBound: key, UpperBound: fmt.Appendf(nil, "key%04d", i%keys+50)})
+		it := db.NewIter(&IterOptions{LowerBound: key, UpperBound: numberedKey(i%keys + 50)})
 		for ok := it.First(); ok; ok = it.Next() {
 			_ = it.Value()
 		}
 		if err := it.Close(); err != nil {
 			return err
 		}
-		if _, err := db.TraceScan(&IterOptions{LowerBound: key, UpperBound: fmt.Appendf(nil, "key%04d", i%keys+5)}); err != nil {
+		if _, err := db.TraceScan(&IterOptions{LowerBound: key, UpperBound: numberedKey(i%keys + 5)}); err != nil {
 			return err
 		}
 		db.Tables()
@@ -225,7 +209,7 @@ func TestConcurrentTableUse(t *testing.T) {
 	write := func() error {
 		for round := range 4 {
 			for i := range keys {
-				if err := db.Put(fmt.Appendf(nil, "key%04d", i), fmt.Appendf(nil, "value%d", round)); err != nil {
+				if err := db.Put(numberedKey(i), fmt.Appendf(nil, "value%d", round)); err != nil {
 					return err
 				}
 			}
