@@ -54,9 +54,9 @@ var (
 //
 // Lock order: a goroutine holding one of these locks takes only those after
 // it in this list. closeMu (shared, by every public call) before compactMu,
-// manifestMu, mu, itersMu and retireMu, in that order. commitMu is never
-// held with another lock. Reads (Get, NewIter) take none of them but
-// closeMu for their state: they load readState.
+// manifestMu, mu, itersMu, retireMu and filterCounts.mu, in that order.
+// commitMu is never held with another lock. Reads (Get, NewIter) take none
+// of them but closeMu for their state: they load readState.
 type DB struct {
 	dir  string
 	opts Options
@@ -67,6 +67,9 @@ type DB struct {
 	rowCache   *sstable.RowCache // nil when Options.RowCacheSize is 0
 	tableCache *tableCache       // the open table files
 	tableStats sstable.Stats
+	// filterCounts adds up the tables' filter counts, which tableStats
+	// does not hold (see filterCounts).
+	filterCounts filterCounts
 
 	// closeMu is held shared by every public call while it runs and
 	// exclusively by Close, so Close waits for calls in flight and calls

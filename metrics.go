@@ -135,9 +135,7 @@ func (db *DB) Metrics() Metrics {
 	defer db.leave()
 	var m Metrics
 	m.DiskReads = db.tableStats.BlockReads.Load()
-	m.FilterChecks = db.tableStats.FilterChecks.Load()
-	m.FilterSkips = db.tableStats.FilterSkips.Load()
-	m.FilterFalsePositives = db.tableStats.FilterFalsePositives.Load()
+	m.FilterChecks, m.FilterSkips, m.FilterFalsePositives = db.filterCounts.total()
 	m.PrefixFilterChecks = db.tableStats.PrefixChecks.Load()
 	m.PrefixFilterSkips = db.tableStats.PrefixSkips.Load()
 	m.RangeFilterChecks = db.tableStats.RangeFilterChecks.Load()

@@ -5,6 +5,7 @@ package shale
 // holds.
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/shale-db/shale/internal/manifest"
@@ -46,6 +47,7 @@ func (t *table) unref() {
 // nothing can be reading it.
 func (t *table) release(remove bool) {
 	db := t.db
+	db.filterCounts.release(t)
 	if err := t.reader.Close(); err != nil {
 		db.logf("closing table %06d: %v", t.meta.FileNum, err)
 	}
@@ -120,7 +122,9 @@ func newVersion(v *manifest.Version, tables map[uint64]*table) *version {
 	nv := &version{Version: v, tables: tables}
 	nv.refs.Store(1)
 	for _, t := range tables {
-		t.refs.Add(1)
+		if t.refs.Add(1) == 1 {
+			t.db.filterCounts.add(t) // the first version to take t
+		}
 	}
 	return nv
 }
@@ -134,4 +138,66 @@ func (v *version) unref() {
 	for _, t := range v.tables {
 		t.unref()
 	}
+}
+
+// filterCounts adds up the filter outcomes of Gets over the DB's tables,
+// for Metrics. Each probe is counted once, by its table's reader (see
+// sstable.Reader.FilterCounts); a DB-wide counter beside it would put a
+// second atomic add on every probe, on a cache line all cores share.
+//
+// The DB's figure is the sum over the tables not yet released (live)
+// plus released, which took each released table's counts when it went:
+//
+//   - A table joins live before any read can probe it: newVersion adds
+//     it when the first version takes it, before that version is
+//     published.
+//   - Every probe of a table holds a reference to a version that includes
+//     it, so it happens before the table's last reference goes, and so
+//     before release: the counts release moves into released are final.
+//   - release moves them, and takes the table out of live, under mu, and
+//     total sums under mu: a total counts each table once, through live
+//     or through released, never both and never neither.
+//
+// So the figures are exact, whatever version a read holds (an old
+// readState's or an Iterator's tables count until released, and after),
+// and they never go backwards: a table's counts only grow, and what
+// release moves is at least what an earlier total read of them.
+type filterCounts struct {
+	mu       sync.Mutex
+	live     map[*table]struct{}
+	released struct{ checks, skips, falsePositives int64 }
+}
+
+// add starts counting t, which a version is about to take.
+func (c *filterCounts) add(t *table) {
+	c.mu.Lock()
+	if c.live == nil {
+		c.live = map[*table]struct{}{}
+	}
+	c.live[t] = struct{}{}
+	c.mu.Unlock()
+}
+
+// release keeps t's final counts, as t leaves for good.
+func (c *filterCounts) release(t *table) {
+	checks, skips, falsePositives := t.reader.FilterCounts()
+	c.mu.Lock()
+	delete(c.live, t)
+	c.released.checks += checks
+	c.released.skips += skips
+	c.released.falsePositives += falsePositives
+	c.mu.Unlock()
+}
+
+// total returns the filter outcomes of every table the DB has opened
+// since Open: Metrics' FilterChecks, FilterSkips and FilterFalsePositives.
+func (c *filterCounts) total() (checks, skips, falsePositives int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	checks, skips, falsePositives = c.released.checks, c.released.skips, c.released.falsePositives
+	for t := range c.live {
+		ch, sk, fp := t.reader.FilterCounts()
+		checks, skips, falsePositives = checks+ch, skips+sk, falsePositives+fp
+	}
+	return checks, skips, falsePositives
 }

@@ -176,7 +176,7 @@ func runBuild(t *testing.T, d *datadriven.TestData, stats *Stats) (*Reader, erro
 
 func runLookups(t *testing.T, r *Reader, stats *Stats, from, to, step int) string {
 	reads, hits := stats.BlockReads.Load(), stats.CacheHits.Load()
-	checks, skips, fps := stats.FilterChecks.Load(), stats.FilterSkips.Load(), stats.FilterFalsePositives.Load()
+	checks, skips, fps := r.FilterCounts()
 	n, found := 0, 0
 	for i := from; i <= to; i += step {
 		_, _, ok, err := r.Get(fmt.Appendf(nil, "k%05d", i), base.MaxSeqNum, nil)
@@ -188,8 +188,9 @@ func runLookups(t *testing.T, r *Reader, stats *Stats, from, to, step int) strin
 			found++
 		}
 	}
+	checks2, skips2, fps2 := r.FilterCounts()
 	return fmt.Sprintf("%d lookups, %d found\nfilter: %d checks, %d skips, %d false positives\ndata blocks: %d read from disk, %d from cache\n",
-		n, found, stats.FilterChecks.Load()-checks, stats.FilterSkips.Load()-skips, stats.FilterFalsePositives.Load()-fps,
+		n, found, checks2-checks, skips2-skips, fps2-fps,
 		stats.BlockReads.Load()-reads, stats.CacheHits.Load()-hits)
 }
 

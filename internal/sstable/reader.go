@@ -49,13 +49,8 @@ type Stats struct {
 	BlockReads atomic.Int64
 	// CacheHits counts data blocks served by the cache.
 	CacheHits atomic.Int64
-	// FilterChecks counts Gets that consulted a table's filter.
-	FilterChecks atomic.Int64
-	// FilterSkips counts the FilterChecks answered "definitely not".
-	FilterSkips atomic.Int64
-	// FilterFalsePositives counts the FilterChecks answered "maybe" for a
-	// user key the table holds no entry for, at any seqnum.
-	FilterFalsePositives atomic.Int64
+	// A Get's filter outcomes are counted per table only (see
+	// Reader.FilterCounts), once each: the DB adds up its tables.
 	// PrefixChecks counts the MayContainPrefix calls that consulted a
 	// table's filter, and PrefixSkips those answered "definitely not".
 	PrefixChecks, PrefixSkips atomic.Int64
@@ -156,9 +151,11 @@ type Reader struct {
 	rangeFilter *rangefilter.KeyFilter // nil: none, or of another user map
 	props       *Properties
 	rangeDels   rangedel.Spans // the range tombstones, fragmented
-	// filterCounts counts this table's filter outcomes alone, alongside
-	// stats, which several readers may share.
-	filterCounts struct{ checks, skips, falsePositives atomic.Int64 }
+	// filterCounts counts this table's filter outcomes: each Get that
+	// consults the filter adds 1 to skips ("definitely not") or to maybes,
+	// and a "maybe" for a key the table does not hold adds 1 to
+	// falsePositives too.
+	filterCounts struct{ skips, maybes, falsePositives atomic.Int64 }
 }
 
 // File is what a Reader needs of its file. A vfs.File is one; so is a
@@ -441,17 +438,15 @@ func (r *Reader) Get(ukey []byte, seq base.SeqNum, trace *GetTrace) (value []byt
 		}
 	}
 	if r.filter != nil {
-		r.stats.FilterChecks.Add(1)
-		r.filterCounts.checks.Add(1)
 		may := r.filter.MayContain(filter.Hash(ukey))
 		if trace != nil {
 			trace.FilterChecked, trace.FilterMayContain = true, may
 		}
 		if !may {
-			r.stats.FilterSkips.Add(1)
 			r.filterCounts.skips.Add(1)
 			return rangeDeleted(cover)
 		}
+		r.filterCounts.maybes.Add(1)
 	}
 	// Every entry of the table is visible at seq, so the answer is the same
 	// for every such read and may be cached (see RowCache).
@@ -546,7 +541,6 @@ func (r *Reader) countFalsePositive(trace *GetTrace) {
 	if r.filter == nil {
 		return
 	}
-	r.stats.FilterFalsePositives.Add(1)
 	r.filterCounts.falsePositives.Add(1)
 	if trace != nil {
 		trace.FalsePositive = true
@@ -600,10 +594,18 @@ func (r *Reader) RangeMayContain(lower, upper []byte) (checked, may bool) {
 }
 
 // FilterCounts returns this table's filter outcomes since the Reader was
-// opened, counted like Stats' FilterChecks, FilterSkips and
-// FilterFalsePositives but for this table alone.
+// opened: the Gets that consulted its filter (checks), those it answered
+// "definitely not" (skips), and those it answered "maybe" for a user key
+// the table holds no entry for, at any seqnum (falsePositives). Counted
+// while Gets run, they are consistent with each other all the same:
+// skips+falsePositives <= checks. They stay readable after Close.
 func (r *Reader) FilterCounts() (checks, skips, falsePositives int64) {
-	return r.filterCounts.checks.Load(), r.filterCounts.skips.Load(), r.filterCounts.falsePositives.Load()
+	// A false positive is counted after its "maybe": loaded first, it is
+	// never ahead of the maybes loaded after it.
+	falsePositives = r.filterCounts.falsePositives.Load()
+	maybes := r.filterCounts.maybes.Load()
+	skips = r.filterCounts.skips.Load()
+	return skips + maybes, skips, falsePositives
 }
 
 // IndexSize is the number of bytes of index the reader holds in memory,
