@@ -327,7 +327,7 @@ func (db *DB) rotateMemTable() error {
 	}
 	db.log = wal.NewWriter(f)
 	db.imm = append(db.imm, db.mem)
-	db.mem = newMemTable(num)
+	db.mem = db.newMemTable(num)
 	db.publishReadState()
 	db.scheduleFlush()
 	return nil

@@ -133,10 +133,11 @@ type DB struct {
 	// compactMu serialises compactions (background and manual).
 	compactMu sync.Mutex
 
-	// Tables no version holds any more, waiting for the deleter goroutine
-	// (see retireTable).
+	// Tables no version holds any more, and memtables nothing references,
+	// waiting for the deleter goroutine (see retireTable, retireMemTable).
 	retireMu      sync.Mutex
 	retired       []*table
+	retiredMems   []*memTable
 	retireStopped bool
 	retireCh      chan struct{}
 
@@ -152,8 +153,8 @@ type DB struct {
 // a count of the references that keep it alive.
 //
 // A memtable's memory is outside the Go heap (see memtable.MemTable.Free):
-// it is freed when the last reference goes, and a read after that faults
-// and kills the process. So the rule is that nothing reads a memtable
+// it is freed once the last reference goes (by the DB's deleter goroutine,
+// see retireMemTable), and a read after that faults and kills the process. So the rule is that nothing reads a memtable
 // without holding a reference to it or to a readState that lists it. The
 // references are:
 //
@@ -177,23 +178,43 @@ type memTable struct {
 	*memtable.MemTable
 	logNum uint64
 	refs   atomic.Int32
+	db     *DB
 }
 
 // newMemTable returns an empty memtable for WAL logNum, with the DB's
 // reference.
-func newMemTable(logNum uint64) *memTable {
-	m := &memTable{MemTable: memtable.New(), logNum: logNum}
+func (db *DB) newMemTable(logNum uint64) *memTable {
+	m := &memTable{MemTable: memtable.New(), logNum: logNum, db: db}
 	m.refs.Store(1)
 	return m
 }
 
 func (m *memTable) ref() { m.refs.Add(1) }
 
-// unref drops a reference; the last one frees the memtable's memory.
+// unref drops a reference; the last one retires the memtable, to be
+// freed (see retireMemTable).
 func (m *memTable) unref() {
 	if m.refs.Add(-1) == 0 {
-		m.Free()
+		m.db.retireMemTable(m)
 	}
+}
+
+// retireMemTable hands over a memtable nothing references any more, like
+// retireTable a table: its last reference often goes on a user's Get or
+// Iterator.Close (the readState's), which should not pay for unmapping
+// its slabs, so the deleter goroutine frees it. Once the DB has stopped
+// retiring (Close, or a failed Open), it is freed at once; Close frees
+// what was queued before that (releaseRetired).
+func (db *DB) retireMemTable(m *memTable) {
+	db.retireMu.Lock()
+	if db.retireStopped {
+		db.retireMu.Unlock()
+		m.Free()
+		return
+	}
+	db.retiredMems = append(db.retiredMems, m)
+	db.retireMu.Unlock()
+	db.wakeDeleter()
 }
 
 // enter marks a public call in flight; it fails once the DB is closed.

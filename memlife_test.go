@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/manual"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -129,4 +131,38 @@ func TestCloseFreesMemTables(t *testing.T) {
 		t.Fatal("Open succeeded without a MANIFEST")
 	}
 	checkFreed("after a failed Open")
+}
+
+// TestMemTableFreedByDeleter checks that dropping a memtable's last
+// reference (which a Get does when its readState's is the last) does not
+// free the memtable on the caller's goroutine but queues it for the
+// deleter goroutine, that Close's releaseRetired frees what is queued,
+// and that once the DB has stopped retiring a memtable is freed at once.
+// The DB here runs no goroutines, so nothing frees the queue behind the
+// test's back.
+func TestMemTableFreedByDeleter(t *testing.T) {
+	checkFreed := leakCheck(t)
+	db := &DB{retireCh: make(chan struct{}, 1)}
+	mem := db.newMemTable(1)
+	mem.Add(1, base.KindSet, []byte("key"), []byte("value"))
+	held := manual.InUse()
+	mem.ref() // a readState's
+	mem.unref()
+	mem.unref() // the last, as a Get drops it
+	if manual.InUse() != held || len(db.retiredMems) != 1 {
+		t.Fatalf("after the last unref: %d bytes of manual memory were freed, %d memtables queued; want 0 and 1",
+			held-manual.InUse(), len(db.retiredMems))
+	}
+	select {
+	case <-db.retireCh:
+	default:
+		t.Fatal("the deleter goroutine was not woken")
+	}
+	db.releaseRetired(true)
+	checkFreed("after releaseRetired")
+
+	mem = db.newMemTable(2)
+	mem.Add(1, base.KindSet, []byte("key"), []byte("value"))
+	mem.unref()
+	checkFreed("after the last unref once retiring stopped")
 }

@@ -256,7 +256,7 @@ func (db *DB) startLogAndManifest(v *manifest.Version, edit *manifest.VersionEdi
 		return nil, err
 	}
 	db.log = wal.NewWriter(f)
-	db.mem = newMemTable(edit.LogNum)
+	db.mem = db.newMemTable(edit.LogNum)
 	edit.LastSeqNum = db.lastSeq
 	return nv, db.createManifest(nv, edit)
 }

@@ -75,13 +75,18 @@ func (db *DB) retireTable(t *table) {
 	}
 	db.retired = append(db.retired, t)
 	db.retireMu.Unlock()
+	db.wakeDeleter()
+}
+
+// wakeDeleter tells the deleter goroutine that there is work retired.
+func (db *DB) wakeDeleter() {
 	select {
 	case db.retireCh <- struct{}{}:
 	default:
 	}
 }
 
-// deleteLoop releases retired tables until the DB closes.
+// deleteLoop releases retired tables and memtables until the DB closes.
 func (db *DB) deleteLoop() {
 	defer db.bgWG.Done()
 	for {
@@ -94,17 +99,21 @@ func (db *DB) deleteLoop() {
 	}
 }
 
-// releaseRetired closes and deletes the tables retired so far. With stop
-// set, later retirements are closed at once instead of queued: Close and a
-// failed Open call it last thing before they release the LOCK.
+// releaseRetired closes and deletes the tables retired so far, and frees
+// the memtables. With stop set, later retirements are released at once
+// instead of queued: Close and a failed Open call it last thing before
+// they release the LOCK.
 func (db *DB) releaseRetired(stop bool) {
 	db.retireMu.Lock()
-	tables := db.retired
-	db.retired = nil
+	tables, mems := db.retired, db.retiredMems
+	db.retired, db.retiredMems = nil, nil
 	db.retireStopped = db.retireStopped || stop
 	db.retireMu.Unlock()
 	for _, t := range tables {
 		t.release(true)
+	}
+	for _, m := range mems {
+		m.Free()
 	}
 }
 
