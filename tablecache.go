@@ -12,7 +12,12 @@ package shale
 // Every read of a table goes through the cache, compactions' sequential
 // scans (sstable.Reader.NewScanIter) included: their reads are of 32 to
 // 256 KiB, so a reopen costs them little, while descriptors of their own
-// would break the bound by the number of inputs a compaction merges.
+// would break the bound by the number of inputs a compaction merges. But
+// a scan's read (ScanReadAt) is not a use: it leaves an open descriptor
+// where it is in the recency order, and one it opens goes last, first to
+// be closed. So a compaction that merges many inputs does not push out
+// the files that Gets and iterators keep coming back to; its inputs rather
+// displace each other, once the colder files are closed.
 //
 // A descriptor is borrowed for one ReadAt and returned after it, never
 // held across calls, so an iterator left open pins no descriptor; a
@@ -28,6 +33,7 @@ import (
 	"sync/atomic"
 
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/sstable"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -76,10 +82,13 @@ type tableFile struct {
 	prev, next *tableFile
 }
 
+// A scan of a table reads it through ScanReadAt.
+var _ sstable.ScanFile = (*tableFile)(nil)
+
 // openFile opens the table file name, taking a slot of the cache.
 func (c *tableCache) openFile(name string) (*tableFile, error) {
 	f := &tableFile{c: c, name: name}
-	fd, err := f.acquire()
+	fd, err := f.acquire(true)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +102,9 @@ func (c *tableCache) openFile(name string) (*tableFile, error) {
 }
 
 // acquire returns f's descriptor, open, for one read; release returns it.
-func (f *tableFile) acquire() (vfs.File, error) {
+// A use makes f the most recently used file; otherwise (a scan's read) f
+// keeps its place, or goes last if the read opens it.
+func (f *tableFile) acquire(use bool) (vfs.File, error) {
 	c := f.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -103,12 +114,14 @@ func (f *tableFile) acquire() (vfs.File, error) {
 			return nil, fmt.Errorf("shale: reading %s: %w", f.name, fs.ErrClosed)
 		case f.fd != nil:
 			f.busy++
-			f.unlink()
-			c.pushFront(f)
+			if use {
+				f.unlink()
+				c.pushFront(f)
+			}
 			c.hits.Add(1)
 			return f.fd, nil
 		case !f.opening && (c.open < c.max || c.evictIdle()):
-			return f.openLocked()
+			return f.openLocked(use)
 		default:
 			// Another reader is opening f, or every slot is in a read.
 			c.cond.Wait()
@@ -117,8 +130,9 @@ func (f *tableFile) acquire() (vfs.File, error) {
 }
 
 // openLocked opens f's file in a slot it takes, with c.mu held except
-// during the open itself, and returns the descriptor borrowed.
-func (f *tableFile) openLocked() (vfs.File, error) {
+// during the open itself, and returns the descriptor borrowed. f goes
+// first in the recency order for a use, last otherwise.
+func (f *tableFile) openLocked(use bool) (vfs.File, error) {
 	c := f.c
 	c.open++
 	f.opening = true
@@ -138,7 +152,11 @@ func (f *tableFile) openLocked() (vfs.File, error) {
 		c.reopens.Add(1)
 	}
 	f.fd, f.wasOpen, f.busy = fd, true, 1
-	c.pushFront(f)
+	if use {
+		c.pushFront(f)
+	} else {
+		c.pushBack(f)
+	}
 	return fd, nil
 }
 
@@ -181,6 +199,11 @@ func (c *tableCache) pushFront(f *tableFile) {
 	f.prev.next, f.next.prev = f, f
 }
 
+func (c *tableCache) pushBack(f *tableFile) {
+	f.prev, f.next = c.lru.prev, &c.lru
+	f.prev.next, f.next.prev = f, f
+}
+
 func (f *tableFile) unlink() {
 	if f.prev != nil {
 		f.prev.next, f.next.prev = f.next, f.prev
@@ -189,9 +212,15 @@ func (f *tableFile) unlink() {
 }
 
 // ReadAt reads from the table's file, opening it again if the cache
-// closed it.
-func (f *tableFile) ReadAt(p []byte, off int64) (int, error) {
-	fd, err := f.acquire()
+// closed it, and makes it the most recently used.
+func (f *tableFile) ReadAt(p []byte, off int64) (int, error) { return f.readAt(p, off, true) }
+
+// ScanReadAt is ReadAt for a scan (sstable.ScanFile): it leaves the file
+// where it is in the recency order, or last if it opens it.
+func (f *tableFile) ScanReadAt(p []byte, off int64) (int, error) { return f.readAt(p, off, false) }
+
+func (f *tableFile) readAt(p []byte, off int64, use bool) (int, error) {
+	fd, err := f.acquire(use)
 	if err != nil {
 		return 0, err
 	}

@@ -200,7 +200,7 @@ func TestTableCacheNeverClosesInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.acquire(); err != nil { // reopens a, closing b's
+	if _, err := a.acquire(true); err != nil { // reopens a, closing b's
 		t.Fatal(err)
 	}
 	c.mu.Lock()
@@ -355,7 +355,7 @@ func TestTableCacheKeepsHotFile(t *testing.T) {
 		cold = append(cold, open(fmt.Sprintf("%d.sst", i)))
 	}
 	read := func(f *tableFile) {
-		if _, err := f.acquire(); err != nil {
+		if _, err := f.acquire(true); err != nil {
 			t.Fatal(err)
 		}
 		f.release()
@@ -455,7 +455,7 @@ func BenchmarkTableCacheHit(b *testing.B) {
 		rng := rand.New(rand.NewPCG(seed.Add(1), 0))
 		for pb.Next() {
 			f := tf[rng.IntN(files)]
-			if _, err := f.acquire(); err != nil {
+			if _, err := f.acquire(true); err != nil {
 				b.Error(err)
 				return
 			}
@@ -465,4 +465,76 @@ func BenchmarkTableCacheHit(b *testing.B) {
 	if c.reopens.Load() != 0 {
 		b.Errorf("%d reopens: the benchmark measures hits", c.reopens.Load())
 	}
+}
+
+// TestTableCacheCompactionKeepsHotFile: with 3 slots, a compaction that
+// merges 6 tables, none of them the table Gets keep reading, leaves that
+// table's descriptor open: a scan's reads do not count as uses, so the
+// inputs displace each other, not the hot table.
+func TestTableCacheCompactionKeepsHotFile(t *testing.T) {
+	fs := &tableOpensFS{FS: vfs.NewMem(), opens: map[string]int{}}
+	db := mustOpen(t, "db", &Options{FS: fs, MaxOpenFiles: 3, BlockCacheSize: -1,
+		DisableAutomaticCompactions: true, NoSync: true})
+	defer db.Close()
+	putRange := func(prefix string, n int) {
+		for i := range n {
+			if err := db.Put(fmt.Appendf(nil, "%s%04d", prefix, i), []byte("value")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	putRange("hot", 100)
+	if err := db.Compact(); err != nil { // the hot table goes to L6
+		t.Fatal(err)
+	}
+	for range 6 { // 6 L0 tables, below the hot table's key range
+		putRange("cold", 100)
+	}
+	levels := db.Tables()
+	if len(levels[0]) != 6 || len(levels[6]) != 1 {
+		t.Fatalf("want 6 tables in L0 and the hot one in L6: %s", db.Metrics().Shape())
+	}
+	hotNum := levels[6][0].FileNum
+	hot := db.fileName(fileTypeTable, hotNum)
+	get := func() {
+		if _, err := db.Get([]byte("hot0042")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get() // reopens the hot table, which the flushes' tables displaced
+	opens := fs.count(hot)
+	if ran, err := db.compactOnce(); err != nil || !ran {
+		t.Fatalf("compaction: ran %v, %v", ran, err)
+	}
+	levels = db.Tables()
+	if len(levels[0]) != 0 || len(levels[6]) != 2 || levels[6][1].FileNum != hotNum {
+		t.Fatalf("want the L0 tables merged into one beside the hot table: %s", db.Metrics().Shape())
+	}
+	get()
+	if n := fs.count(hot) - opens; n != 0 {
+		t.Errorf("the hot table was opened %d times more during the compaction and the Get after it", n)
+	}
+}
+
+// tableOpensFS counts the opens of each file.
+type tableOpensFS struct {
+	vfs.FS
+	mu    sync.Mutex
+	opens map[string]int
+}
+
+func (fs *tableOpensFS) Open(name string) (vfs.File, error) {
+	fs.mu.Lock()
+	fs.opens[name]++
+	fs.mu.Unlock()
+	return fs.FS.Open(name)
+}
+
+func (fs *tableOpensFS) count(name string) int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.opens[name]
 }

@@ -306,7 +306,13 @@ func (r *Reader) open() error {
 
 // readAt reads exactly len(buf) bytes at off.
 func (r *Reader) readAt(buf []byte, off int64) error {
-	if _, err := r.f.ReadAt(buf, off); err != nil {
+	_, err := r.f.ReadAt(buf, off)
+	return r.readError(buf, off, err)
+}
+
+// readError is the error of a read of buf at off that returned err.
+func (r *Reader) readError(buf []byte, off int64, err error) error {
+	if err != nil {
 		return fmt.Errorf("sstable: %s: reading %d bytes at offset %d: %w", r.name, len(buf), off, err)
 	}
 	return nil

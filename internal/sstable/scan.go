@@ -47,7 +47,7 @@ func (s *scanReader) block(h blockHandle) ([]byte, error) {
 			buf = make([]byte, end-h.offset)
 		}
 		buf = buf[:end-h.offset]
-		if err := r.readAt(buf, int64(h.offset)); err != nil {
+		if err := r.scanReadAt(buf, int64(h.offset)); err != nil {
 			s.buf = nil // partly overwritten
 			return nil, err
 		}
@@ -67,6 +67,26 @@ func (s *scanReader) block(h blockHandle) ([]byte, error) {
 // its exhausted inputs until it ends, and each would hold its last read,
 // up to scanReadaheadMax bytes.
 func (s *scanReader) release() { s.buf, s.decoded = nil, nil }
+
+// ScanFile is a File that tells a scan's reads from other reads: a scan
+// (NewScanIter) reads its table through ScanReadAt when the table's File
+// has it, so that a cache of open files (the DB's table cache) does not
+// count a table read once, front to back, as a table in use, and keeps
+// the files that reads come back to.
+type ScanFile interface {
+	File
+	ScanReadAt(p []byte, off int64) (int, error)
+}
+
+// scanReadAt is readAt for a scan: through ScanReadAt if the file has it.
+func (r *Reader) scanReadAt(buf []byte, off int64) error {
+	f, ok := r.f.(ScanFile)
+	if !ok {
+		return r.readAt(buf, off)
+	}
+	_, err := f.ScanReadAt(buf, off)
+	return r.readError(buf, off, err)
+}
 
 // NewScanIter returns an iterator over the whole table for reading it once,
 // front to back, as a compaction does: data blocks come from sequential
