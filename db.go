@@ -154,9 +154,9 @@ type DB struct {
 //
 // A memtable's memory is outside the Go heap (see memtable.MemTable.Free):
 // it is freed once the last reference goes (by the DB's deleter goroutine,
-// see retireMemTable), and a read after that faults and kills the process. So the rule is that nothing reads a memtable
-// without holding a reference to it or to a readState that lists it. The
-// references are:
+// see retireMemTable), and a read after that faults and kills the process.
+// So the rule is that nothing reads a memtable without holding a reference
+// to it or to a readState that lists it. The references are:
 //
 //   - the DB's, while the memtable is db.mem or in db.imm: taken by
 //     newMemTable, dropped by the flush that takes it out of db.imm (after
