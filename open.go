@@ -369,6 +369,7 @@ func (db *DB) openTable(meta *manifest.FileMeta) (*table, error) {
 		f.Close()
 		return nil, err
 	}
+	f.tableOpened()
 	return &table{meta: meta, reader: r, db: db}, nil
 }
 

@@ -13,11 +13,13 @@ package shale
 // scans (sstable.Reader.NewScanIter) included: their reads are of 32 to
 // 256 KiB, so a reopen costs them little, while descriptors of their own
 // would break the bound by the number of inputs a compaction merges. But
-// a scan's read (ScanReadAt) is not a use: it leaves an open descriptor
-// where it is in the recency order, and one it opens goes last, first to
-// be closed. So a compaction that merges many inputs does not push out
-// the files that Gets and iterators keep coming back to; its inputs rather
-// displace each other, once the colder files are closed.
+// only the reads of Gets and iterators are uses, which make a file the
+// most recently used: a scan's read (ScanReadAt), and the reads that open
+// a table (sstable.Open's, before tableOpened), leave an open descriptor
+// where it is in the recency order, and one they open goes last, first to
+// be closed. So a compaction that merges many inputs, or writes many
+// outputs, does not push out the files that reads keep coming back to;
+// its own files rather displace each other, once colder ones are closed.
 //
 // A descriptor is borrowed for one ReadAt and returned after it, never
 // held across calls, so an iterator left open pins no descriptor; a
@@ -79,16 +81,18 @@ type tableFile struct {
 	opening    bool     // a reader is opening the file
 	wasOpen    bool     // fd was set once, so a new open is a reopen
 	closed     bool     // Close was called
+	ready      bool     // the table is open: ReadAt is a use (see tableOpened)
 	prev, next *tableFile
 }
 
 // A scan of a table reads it through ScanReadAt.
 var _ sstable.ScanFile = (*tableFile)(nil)
 
-// openFile opens the table file name, taking a slot of the cache.
+// openFile opens the table file name, taking a slot of the cache, the
+// least recently used until the table is open (tableOpened) and read.
 func (c *tableCache) openFile(name string) (*tableFile, error) {
 	f := &tableFile{c: c, name: name}
-	fd, err := f.acquire(true)
+	fd, err := f.acquire(false)
 	if err != nil {
 		return nil, err
 	}
@@ -101,13 +105,23 @@ func (c *tableCache) openFile(name string) (*tableFile, error) {
 	return f, nil
 }
 
+// tableOpened marks the end of the table's opening: from now on ReadAt
+// is a use.
+func (f *tableFile) tableOpened() {
+	f.c.mu.Lock()
+	f.ready = true
+	f.c.mu.Unlock()
+}
+
 // acquire returns f's descriptor, open, for one read; release returns it.
-// A use makes f the most recently used file; otherwise (a scan's read) f
-// keeps its place, or goes last if the read opens it.
+// A use makes f the most recently used file; otherwise (a scan's read, or
+// one before tableOpened) f keeps its place, or goes last if the read
+// opens it.
 func (f *tableFile) acquire(use bool) (vfs.File, error) {
 	c := f.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	use = use && f.ready
 	for {
 		switch {
 		case f.closed:
@@ -212,7 +226,7 @@ func (f *tableFile) unlink() {
 }
 
 // ReadAt reads from the table's file, opening it again if the cache
-// closed it, and makes it the most recently used.
+// closed it, and, once the table is open, makes it the most recently used.
 func (f *tableFile) ReadAt(p []byte, off int64) (int, error) { return f.readAt(p, off, true) }
 
 // ScanReadAt is ReadAt for a scan (sstable.ScanFile): it leaves the file
