@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -81,4 +82,26 @@ func BenchmarkScan(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchKeys), "ns/entry")
+}
+
+// BenchmarkSeekGE seeks an iterator to present keys, in an order that
+// jumps between blocks, and reads the entry it lands on.
+func BenchmarkSeekGE(b *testing.B) {
+	r := benchTable(b, nil)
+	defer r.Close()
+	keys := make([][]byte, 1024)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "key%08d", 2*(i*7919%benchKeys))
+	}
+	it := r.NewIter()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		k := keys[i%len(keys)]
+		if !it.SeekGE(k) || !bytes.Equal(it.Key().UserKey, k) {
+			b.Fatalf("SeekGE(%s): valid %v, err %v", k, it.Valid(), it.Error())
+		}
+	}
+	if err := it.Close(); err != nil {
+		b.Fatal(err)
+	}
 }

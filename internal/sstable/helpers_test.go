@@ -19,11 +19,22 @@ type kv struct {
 // properties.
 func buildTable(t testing.TB, fs vfs.FS, name string, entries []kv, opts WriterOptions) *Properties {
 	t.Helper()
+	return buildTableIndexInterval(t, fs, name, entries, opts, 0)
+}
+
+// buildTableIndexInterval is buildTable with the index block written at
+// restart interval n, or at the writer's own when n is 0; n = 1 writes it
+// as shale did before the interval became indexRestartInterval.
+func buildTableIndexInterval(t testing.TB, fs vfs.FS, name string, entries []kv, opts WriterOptions, n int) *Properties {
+	t.Helper()
 	f, err := fs.Create(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := NewWriter(f, opts)
+	if n > 0 {
+		w.index.restartInterval = n
+	}
 	for _, e := range entries {
 		if err := w.Add(e.key, e.value); err != nil {
 			t.Fatal(err)

@@ -114,15 +114,17 @@ func TestPrefixFilterPointRate(t *testing.T) {
 // prefix filters (fixtures/before-prefix.sst: groupEntries(8), Bloom 10
 // bits per key, 256-byte blocks): today's reader reads it whole and never
 // consults its filter for a prefix, and today's writer, given no
-// extractor, writes the same bytes, so binaries before prefix filters read
-// the tables of a store without one as they always did.
+// extractor and its index written at restart interval 1 as it was then,
+// writes the same bytes, so binaries before prefix filters read the tables
+// of a store without one as they always did. (Index blocks at other
+// intervals read with those binaries too: TestIndexRestartInterval.)
 func TestPrefixBeforePrefixFilters(t *testing.T) {
 	old, err := os.ReadFile("fixtures/before-prefix.sst")
 	if err != nil {
 		t.Fatal(err)
 	}
 	fs := vfs.NewMem()
-	buildTable(t, fs, "new", groupEntries(8), WriterOptions{FilterPolicy: bloom.NewPolicy(10), BlockSize: 256})
+	buildTableIndexInterval(t, fs, "new", groupEntries(8), WriterOptions{FilterPolicy: bloom.NewPolicy(10), BlockSize: 256}, 1)
 	f, err := fs.Open("new")
 	if err != nil {
 		t.Fatal(err)
