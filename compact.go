@@ -322,7 +322,7 @@ func (db *DB) compactOnce() (bool, error) {
 	}
 	v := db.current
 	v.ref()
-	c := compaction.Pick(v.Version, db.opts.compactionOptions(), &db.pickCursor)
+	c := compaction.Pick(v.Version, db.opts.compactionOptions())
 	db.mu.Unlock()
 	defer v.unref()
 	if files := deleteOnlyFiles(v, db.snapshotSeqs()); len(files) > 0 {
