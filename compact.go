@@ -116,7 +116,7 @@ func (db *DB) writeL0(mem *memtable.MemTable) (*table, error) {
 	snaps := db.snapshotSeqs()
 	spans := mem.RangeDels()
 	it := compaction.NewIter(mem.NewIter(), spans, snaps, nil)
-	tables, err := db.writeTables(it, compaction.CompactTombstones(spans, snaps, nil), 0, 0, nil, int64(mem.Size()))
+	tables, err := db.writeTables(it, compaction.CompactTombstones(spans, snaps, nil), 0, 0, nil, nil, int64(mem.Size()))
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +160,13 @@ func (db *DB) newFileNum() uint64 {
 // writeTables writes what it yields, and the range tombstones tombs
 // (fragmented), into tables for level, starting a new table once one
 // reaches targetSize (0: never), always between two user keys so that the
-// tables of a level never share a user key. Each table takes the part of
+// tables of a level never share a user key. below are the files of the next
+// level down (nil: none): a table that has reached half of targetSize also
+// ends where one of them starts, so that the tables line up with those they
+// will later be compacted into. A table that straddles such a boundary
+// overlaps two files below, and its compaction rewrites both whole, the
+// parts outside its range included; a table that ends at the boundary
+// leaves the second out. Each table takes the part of
 // tombs between its first key and the next table's (the first from the
 // start of the key space, the last to its end): tombstones are truncated at
 // the cuts, and a table's bounds cover its tombstones, so the tables stay
@@ -170,7 +176,7 @@ func (db *DB) newFileNum() uint64 {
 //
 // inputs and size, the files being replaced and the bytes expected, tell
 // the filter policy the shape of the tree after the write.
-func (db *DB) writeTables(it *compaction.Iter, tombs rangedel.Spans, level int, targetSize int64, inputs []levelFile, size int64) (out []*table, err error) {
+func (db *DB) writeTables(it *compaction.Iter, tombs rangedel.Spans, level int, targetSize int64, below []*manifest.FileMeta, inputs []levelFile, size int64) (out []*table, err error) {
 	var (
 		w        *sstable.Writer
 		fileNum  uint64
@@ -240,9 +246,17 @@ func (db *DB) writeTables(it *compaction.Iter, tombs rangedel.Spans, level int, 
 		out = append(out, t)
 		return nil
 	}
+	// next is the first file of below that starts after the keys written.
+	next := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
-		if w != nil && targetSize > 0 && int64(w.EstimatedSize()) >= targetSize && !bytes.Equal(k.UserKey, prevUser) {
+		newUser := !bytes.Equal(k.UserKey, prevUser)
+		atBoundary := false
+		for newUser && next < len(below) && base.CompareUserKeys(below[next].Smallest.UserKey, k.UserKey) <= 0 {
+			atBoundary = true
+			next++
+		}
+		if w != nil && targetSize > 0 && newUser && cutBefore(int64(w.EstimatedSize()), targetSize, atBoundary) {
 			if err := finish(k.UserKey); err != nil {
 				return out, err
 			}
@@ -280,6 +294,13 @@ func (db *DB) writeTables(it *compaction.Iter, tombs rangedel.Spans, level int, 
 		}
 	}
 	return out, nil
+}
+
+// cutBefore reports whether writeTables ends a table of size bytes before
+// the next user key: at targetSize, or from half of it when the key is at
+// the start of a file of the level below.
+func cutBefore(size, targetSize int64, atBoundary bool) bool {
+	return size >= targetSize || atBoundary && size >= targetSize/2
 }
 
 // closeTables closes new tables that no version took.
@@ -322,7 +343,7 @@ func (db *DB) compactOnce() (bool, error) {
 	}
 	v := db.current
 	v.ref()
-	c := compaction.Pick(v.Version, db.opts.compactionOptions(), &db.pickCursor)
+	c := compaction.Pick(v.Version, db.opts.compactionOptions())
 	db.mu.Unlock()
 	defer v.unref()
 	if files := deleteOnlyFiles(v, db.snapshotSeqs()); len(files) > 0 {
@@ -401,7 +422,11 @@ func (db *DB) runCompaction(v *version, job compactionJob) error {
 	}
 	it := compaction.NewIter(merged, spans, snaps, elide)
 	outTombs := compaction.CompactTombstones(spans, snaps, elideRange)
-	out, err := db.writeTables(it, outTombs, job.outputLevel, db.opts.TargetFileSize, job.inputs, bytesIn)
+	var below []*manifest.FileMeta
+	if job.outputLevel+1 < manifest.NumLevels {
+		below = v.Levels[job.outputLevel+1]
+	}
+	out, err := db.writeTables(it, outTombs, job.outputLevel, db.opts.TargetFileSize, below, job.inputs, bytesIn)
 	if cerr := merged.Close(); err == nil && cerr != nil {
 		for _, t := range out {
 			t.reader.Close()

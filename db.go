@@ -31,7 +31,6 @@ import (
 
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/cache"
-	"github.com/shale-db/shale/internal/compaction"
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/memtable"
 	"github.com/shale-db/shale/internal/sstable"
@@ -113,7 +112,6 @@ type DB struct {
 	lastSeq     base.SeqNum
 	snapshots   snapshotList
 	bgErr       error // sticky: a failed flush, compaction or WAL write
-	pickCursor  compaction.Cursor
 	// pacedBytes is the WAL byte count the last slowdown charge covered,
 	// and slowdownDebt the pause charged and not yet taken (see slowdown).
 	pacedBytes   int64

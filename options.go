@@ -85,7 +85,9 @@ type Options struct {
 	// 10x per level (so about every 10x of data). 0: 64 MiB.
 	LBaseMaxBytes int64
 	// TargetFileSize is the size at which compaction output is split into a
-	// new SSTable. 0: 2 MiB.
+	// new SSTable; from half that size, a table also ends where a file of
+	// the level below starts, so that it lines up with the files it will be
+	// compacted into. 0: 2 MiB.
 	TargetFileSize int64
 	// DisableAutomaticCompactions stops background compactions; Compact
 	// still works. Tests use it to keep files in L0.

@@ -310,7 +310,7 @@ func (r *repairer) merge() ([]*table, error) {
 	// point or range, is dropped with every older version it deletes
 	// (whichever file it came from).
 	it := compaction.NewIter(merged, rangedel.Merge(tombs...), nil, func([]byte) bool { return true })
-	out, err := db.writeTables(it, nil, manifest.NumLevels-1, db.opts.TargetFileSize, nil, size)
+	out, err := db.writeTables(it, nil, manifest.NumLevels-1, db.opts.TargetFileSize, nil, nil, size)
 	if cerr := merged.Close(); err == nil && cerr != nil {
 		err = cerr
 	}

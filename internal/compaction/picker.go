@@ -200,23 +200,10 @@ func Scores(v *manifest.Version, opts Options) ([]LevelScore, int) {
 	return scores, shape.BaseLevel
 }
 
-// Cursor remembers, per level, the largest user key of the last compaction
-// Pick took from it. The next compaction of that level starts with the first
-// file after that key, wrapping around at the end, so that successive
-// compactions sweep the level's whole key space (LevelDB's compact pointer)
-// instead of pounding one range. The zero value is ready to use; the DB
-// keeps one for as long as it is open.
-type Cursor struct {
-	last [manifest.NumLevels]struct {
-		key []byte
-		set bool
-	}
-}
-
 // Pick returns the compaction the tree needs most, or nil if no level has a
 // score >= 1 (see LevelScore.Score). The level with the highest score wins;
-// ties go to the upper level. Pick advances c past the files it picks. It
-// assumes no other compaction is running: the DB runs one at a time.
+// ties go to the upper level. The choice depends on v alone. Pick assumes no
+// other compaction is running: the DB runs one at a time.
 //
 // When some level is over its target, some level has a score >= 1: the
 // deepest level over its target compacts into a level that is not.
@@ -232,12 +219,19 @@ type Cursor struct {
 // keys), the closure avoids dragging in the base level files that lie
 // between unrelated L0 files.
 //
-// Ln into Ln+1 (n >= 1): the first file of Ln after the cursor, with every
-// file of Ln+1 that overlaps it. Then, if more Ln files fit inside the range
-// those inputs cover without adding any Ln+1 file, they join: they are
-// merged into files that are being rewritten anyway, so they move down at
-// no extra cost in Ln+1 rewriting.
-func Pick(v *manifest.Version, opts Options, c *Cursor) *Compaction {
+// Ln into Ln+1 (n >= 1): the file of Ln whose overlap with Ln+1 is the
+// smallest relative to its own size (RocksDB's kMinOverlappingRatio, which
+// Pebble follows too), with every file of Ln+1 that overlaps it. The bytes
+// of Ln+1 that a compaction overlaps are rewritten for nothing but to make
+// room, so this moves the most data down per byte rewritten: a file that
+// overlaps nothing costs no rewriting at all (the DB moves it down as it
+// is), and the ranges where Ln holds much data for little in Ln+1 go first.
+// Files with the same ratio cost the same; the first in key order wins, so
+// that the choice is reproducible. Then, if more Ln files fit inside the
+// range those inputs cover without adding any Ln+1 file, they join: they
+// are merged into files that are being rewritten anyway, so they move down
+// at no extra cost in Ln+1 rewriting.
+func Pick(v *manifest.Version, opts Options) *Compaction {
 	opts = opts.WithDefaults()
 	scores, baseLevel := Scores(v, opts)
 	best := -1
@@ -257,7 +251,7 @@ func Pick(v *manifest.Version, opts Options, c *Cursor) *Compaction {
 		}
 	}
 	return &Compaction{
-		Level: best, OutputLevel: best + 1, Inputs: pickLevel(v, best, c), Score: bestScore,
+		Level: best, OutputLevel: best + 1, Inputs: pickLevel(v, best), Score: bestScore,
 		Reason: fmt.Sprintf("L%d is %.1fx its target %s%s", best, scores[best].Fullness, base.FormatSize(scores[best].Target), behind(scores[best+1])),
 	}
 }
@@ -288,34 +282,42 @@ func pickL0(v *manifest.Version, baseLevel int) (inputs [2][]*manifest.FileMeta)
 	return [2][]*manifest.FileMeta{in, v.Overlapping(baseLevel, lo, hi)}
 }
 
-// pickLevel picks the inputs of a compaction of level (>= 1) into the next,
-// starting at c's position, and moves c past them.
-func pickLevel(v *manifest.Version, level int, c *Cursor) (inputs [2][]*manifest.FileMeta) {
-	files := v.Levels[level]
-	i := 0
-	if last := c.last[level]; last.set {
-		i = sort.Search(len(files), func(i int) bool {
-			return base.CompareUserKeys(files[i].Smallest.UserKey, last.key) > 0
-		})
-		if i == len(files) {
-			i = 0
+// pickLevel picks the inputs of a compaction of level (>= 1) into the next:
+// the file with the smallest overlap ratio (see Pick), the files of the next
+// level under it, and the files of level that fit in their range for free.
+func pickLevel(v *manifest.Version, level int) (inputs [2][]*manifest.FileMeta) {
+	files, next := v.Levels[level], v.Levels[level+1]
+	seed, best := 0, math.Inf(1)
+	for i, f := range files {
+		overlap := overlapBytes(next, f.Smallest.UserKey, f.Largest.UserKey)
+		if ratio := float64(overlap) / float64(max(f.Size, 1)); ratio < best {
+			seed, best = i, ratio
 		}
 	}
-	in := []*manifest.FileMeta{files[i]}
-	lo, hi := files[i].Smallest.UserKey, files[i].Largest.UserKey
-	out := v.Overlapping(level+1, lo, hi)
+	in := []*manifest.FileMeta{files[seed]}
+	out := v.Overlapping(level+1, in[0].Smallest.UserKey, in[0].Largest.UserKey)
 	if len(out) > 0 {
 		wlo, whi := userKeyRange(in, out)
 		if wider := v.Overlapping(level, wlo, whi); len(wider) > len(in) {
 			wlo, whi = userKeyRange(wider)
 			if len(v.Overlapping(level+1, wlo, whi)) == len(out) {
-				in, hi = wider, whi
+				in = wider
 			}
 		}
 	}
-	c.last[level].key = append(c.last[level].key[:0], hi...)
-	c.last[level].set = true
 	return [2][]*manifest.FileMeta{in, out}
+}
+
+// overlapBytes returns the total size of the files of a level >= 1 (sorted
+// and disjoint) that overlap [lo, hi], the files manifest.Version.Overlapping
+// would return.
+func overlapBytes(files []*manifest.FileMeta, lo, hi []byte) uint64 {
+	var n uint64
+	i := sort.Search(len(files), func(i int) bool { return !files[i].EndsBefore(lo) })
+	for ; i < len(files) && files[i].Overlaps(lo, hi); i++ {
+		n += files[i].Size
+	}
+	return n
 }
 
 // userKeyRange returns the smallest and largest user keys of the files.

@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -14,20 +15,19 @@ import (
 
 // TestPicker runs testdata/picker. Commands:
 //
-//	define [l0-threshold=N] [lbase=SIZE] [multiplier=N]  files, one a line; resets the cursor
+//	define [l0-threshold=N] [lbase=SIZE] [multiplier=N]  files, one a line
 //	pick [install]       Pick; install applies the result to the version
 //	scores               the base level, and each level's target, fullness and score
 //	base-level output=N keys=(a,b)  IsBaseLevelForKey for each key
 func TestPicker(t *testing.T) {
 	var (
-		v      *manifest.Version
-		opts   Options
-		cursor Cursor
+		v    *manifest.Version
+		opts Options
 	)
 	datadriven.RunTest(t, "testdata/picker", func(t *testing.T, d *datadriven.TestData) string {
 		switch d.Cmd {
 		case "define":
-			v, opts, cursor = parseVersion(t, d.Input), Options{}, Cursor{}
+			v, opts = parseVersion(t, d.Input), Options{}
 			d.MaybeScanArgs(t, "l0-threshold", &opts.L0CompactionThreshold)
 			d.MaybeScanArgs(t, "multiplier", &opts.LevelMultiplier)
 			var lbase string
@@ -37,7 +37,7 @@ func TestPicker(t *testing.T) {
 			return formatVersion(v)
 
 		case "pick":
-			c := Pick(v, opts, &cursor)
+			c := Pick(v, opts)
 			out := formatCompaction(c)
 			if c != nil && d.HasArg("install") {
 				v = install(v, c, nextFileNum(v))
@@ -73,29 +73,33 @@ func nextFileNum(v *manifest.Version) uint64 {
 	return n + 1
 }
 
-// TestPickRotates checks that successive compactions of a level sweep its
-// key space in order and wrap around, with the version left unchanged (as
-// when compactions keep failing, or while a level stays over its target).
-func TestPickRotates(t *testing.T) {
-	v := &manifest.Version{}
-	// The file "e" holds a single user key: it must not be picked twice.
-	keys := [][2]string{{"a", "az"}, {"c", "cz"}, {"e", "e"}, {"g", "gz"}, {"i", "iz"}}
-	for i, k := range keys {
-		v.Levels[3] = append(v.Levels[3], &manifest.FileMeta{
-			FileNum: uint64(i + 1), Size: 2 << 30,
-			Smallest: base.MakeInternalKey([]byte(k[0]), 1, base.KindSet),
-			Largest:  base.MakeInternalKey([]byte(k[1]), 1, base.KindSet),
-		})
+// TestPickMinOverlap checks that a compaction of Ln (n >= 1) starts from the
+// file with the least overlap in Ln+1 per byte of its own, wherever it lies
+// in the key space, and that it keeps doing so as the picks are installed.
+func TestPickMinOverlap(t *testing.T) {
+	file := func(num uint64, lo, hi string, size uint64) *manifest.FileMeta {
+		return &manifest.FileMeta{FileNum: num, Size: size,
+			Smallest: base.MakeInternalKey([]byte(lo), 2, base.KindSet),
+			Largest:  base.MakeInternalKey([]byte(hi), 2, base.KindSet)}
 	}
-	var cursor Cursor
-	for i := range 2*len(keys) + 1 {
-		c := Pick(v, Options{}, &cursor)
-		if c == nil || c.Level != 3 || len(c.Inputs[0]) != 1 {
-			t.Fatalf("pick %d: %v", i, c)
+	v := &manifest.Version{}
+	// L5, at 24 MiB, is 3x its target. Per byte of their own, its files
+	// overlap 8, 1, 0.5 and 4 bytes of L6: 000003 goes first, then 000002.
+	// The first file, which a sweep of the level from its start would
+	// take, overlaps the most.
+	v.Levels[5] = []*manifest.FileMeta{
+		file(1, "a", "b", 4<<20), file(2, "c", "d", 8<<20), file(3, "e", "f", 8<<20), file(4, "g", "h", 4<<20),
+	}
+	v.Levels[6] = []*manifest.FileMeta{
+		file(10, "a", "b", 32<<20), file(11, "c", "d", 8<<20), file(12, "e", "f", 4<<20), file(13, "g", "h", 16<<20),
+	}
+	opts := Options{LBaseMaxBytes: 1 << 20}
+	for i, want := range []uint64{3, 2} {
+		c := Pick(v, opts)
+		if c == nil || c.Level != 5 || len(c.Inputs[0]) != 1 || c.Inputs[0][0].FileNum != want {
+			t.Fatalf("pick %d: got %v, want L5's %06d", i, c, want)
 		}
-		if got, want := c.Inputs[0][0].FileNum, uint64(i%len(keys)+1); got != want {
-			t.Fatalf("pick %d took file %d, want %d", i, got, want)
-		}
+		v = install(v, c, nextFileNum(v))
 	}
 }
 
@@ -106,10 +110,10 @@ func TestPickRandom(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 0))
 		v := randomVersion(rng)
 		opts := Options{L0CompactionThreshold: 1 + rng.IntN(4), LBaseMaxBytes: 1 + uint64(rng.IntN(300)), LevelMultiplier: 1 + rng.IntN(10)}
-		var cursor Cursor
 		steps := 0
-		for c := Pick(v, opts, &cursor); c != nil; c = Pick(v, opts, &cursor) {
+		for c := Pick(v, opts); c != nil; c = Pick(v, opts) {
 			checkCompaction(t, v, c)
+			checkMinOverlap(t, v, c)
 			_, baseLevel := Scores(v, opts)
 			if want := max(c.Level+1, baseLevel); c.OutputLevel != want || c.Score < 1 {
 				t.Fatalf("seed %d: Pick returned %s, score %.2f; want output level L%d", seed, c, c.Score, want)
@@ -206,6 +210,35 @@ func checkCompaction(t *testing.T, v *manifest.Version, c *Compaction) {
 		if len(v.Levels[level]) > 0 {
 			t.Fatalf("compaction %s skips non-empty L%d", c, level)
 		}
+	}
+}
+
+// checkMinOverlap checks that a compaction of a level >= 1 holds a file of
+// that level whose overlap with the next level, per byte of its own, is the
+// smallest of the level's: the file Pick starts from. The files that join it
+// overlap no less, or that one would have been picked.
+func checkMinOverlap(t *testing.T, v *manifest.Version, c *Compaction) {
+	t.Helper()
+	if c.Level == 0 {
+		return
+	}
+	ratio := func(f *manifest.FileMeta) float64 {
+		var overlap uint64
+		for _, g := range v.Overlapping(c.OutputLevel, f.Smallest.UserKey, f.Largest.UserKey) {
+			overlap += g.Size
+		}
+		return float64(overlap) / float64(max(f.Size, 1))
+	}
+	least := func(files []*manifest.FileMeta) float64 {
+		m := math.Inf(1)
+		for _, f := range files {
+			m = min(m, ratio(f))
+		}
+		return m
+	}
+	if got, want := least(c.Inputs[0]), least(v.Levels[c.Level]); got != want {
+		t.Fatalf("compaction %s: its inputs overlap L%d at best %.3f bytes per byte, L%d has a file at %.3f\n%s",
+			c, c.OutputLevel, got, c.Level, want, v)
 	}
 }
 

@@ -1,0 +1,83 @@
+package shale
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/vfs"
+)
+
+// TestCompactionOutputsAlignWithLevelBelow: a compaction into L5 ends its
+// tables where files of L6 start, once they have reached half the target
+// size, rather than wherever the target size falls. L6 holds the even keys
+// in files of the target size; L0, merged into an empty L5, holds every
+// third odd key, so an L5 table passes half the target size within one L6
+// file's range, and each cut has an L6 file start to fall on before the
+// table reaches the target size.
+func TestCompactionOutputsAlignWithLevelBelow(t *testing.T) {
+	opts := smallTreeOptions(vfs.NewMem())
+	opts.MemTableSize = 4 << 20
+	opts.DisableAutomaticCompactions = true
+	db := mustOpen(t, "db", opts)
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(1, 1))
+	value := make([]byte, 100)
+	put := func(i int) {
+		for j := range value {
+			value[j] = byte(rng.Uint32())
+		}
+		if err := db.Put(fmt.Appendf(nil, "key%08d", i), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 16_000 {
+		put(2 * i)
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5_300 {
+		put(6*i + 1)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	db.mu.Lock()
+	v := db.current
+	v.ref()
+	db.mu.Unlock()
+	job := compactionJob{outputLevel: 5, reason: "test"}
+	for _, f := range v.Levels[0] {
+		job.inputs = append(job.inputs, levelFile{0, f})
+	}
+	db.compactMu.Lock()
+	err := db.runCompaction(v, job)
+	db.compactMu.Unlock()
+	v.unref()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	db.mu.Lock()
+	l5, l6 := db.current.Levels[5], db.current.Levels[6]
+	db.mu.Unlock()
+	if len(l5) < 5 || len(l6) < 10 {
+		t.Fatalf("want at least 5 L5 and 10 L6 files, have %d and %d", len(l5), len(l6))
+	}
+	for i := 1; i < len(l5); i++ {
+		end, next := l5[i-1].Largest.UserKey, l5[i].Smallest.UserKey
+		aligned := false
+		for _, f := range l6 {
+			start := f.Smallest.UserKey
+			if base.CompareUserKeys(end, start) < 0 && base.CompareUserKeys(start, next) <= 0 {
+				aligned = true
+			}
+		}
+		if !aligned {
+			t.Errorf("L5 tables %s (%d bytes) and %s: no L6 file starts between them", l5[i-1], l5[i-1].Size, l5[i])
+		}
+	}
+}
