@@ -339,7 +339,7 @@ func (db *DB) replayLog(num uint64, mem *memtable.MemTable, newest bool) (first,
 		if !newest {
 			return 0, 0, base.CorruptionErrorf(name, off, "log ends in a torn record, but a newer log follows it")
 		}
-		db.logf("%s: torn tail at offset %d cut off (a write the crash interrupted)", name, off)
+		db.logf("%s: torn tail at offset %d cut off (a write the crash interrupted, or whole records whose COMMIT was not due yet, all kept)", name, off)
 	}
 	return first, last, nil
 }

@@ -34,7 +34,10 @@ import (
 //     synced offset greater than o. Otherwise it is a torn tail: Next
 //     returns io.EOF.
 //   - The file ending inside a group (after the LOG fragment or a record
-//     fragment, before the COMMIT) is a torn tail.
+//     fragment, before the COMMIT) is a torn tail. That is also how a log
+//     reads whose last groups carry no COMMIT yet (see the package doc):
+//     TornTail then gives the end of the last record, and every whole
+//     record is returned either way.
 //   - An END ends the log: Next returns io.EOF and Ended reports true.
 //     Whatever follows an END is not read.
 //   - Any intact fragment the Writer would never have written where it

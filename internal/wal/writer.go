@@ -44,13 +44,24 @@
 // written with the first group. Its salt is 8 random bytes (crypto/rand)
 // drawn when the Writer is made, different in every log; nothing in the API
 // returns it. Then come groups: a group is what one WriteGroup (or
-// WriteRecord) call writes, in one write call to the file: its records, then
-// a COMMIT fragment (27 bytes) giving their count and the synced offset, the
-// log size that the Writer's last successful Sync covered when the group was
-// written (0 before any). Every byte before the synced offset is durable, so
-// damage there is no torn write. The COMMIT ends its group, rather than
-// starting it, so that the last group of a log whose last write completed
-// ends the file.
+// WriteRecord) call writes, in one write call to the file: its records, and,
+// when one is due, a COMMIT fragment (27 bytes) giving the number of records
+// since the previous COMMIT and the synced offset, the log size that the
+// Writer's last successful Sync covered when the group was written (0
+// before any). Every byte before the synced offset is durable, so damage
+// there is no torn write. A COMMIT is due at the end of the log's first
+// group, of the first group after a Sync (the synced offset has moved), and
+// of a group that ends 32 KiB (a block) or more past the end of the last
+// COMMIT; and Sync writes one, alone, for records written since the last
+// COMMIT, so that a synced log ends in a COMMIT. Every claim of a synced
+// offset is thus written once after its Sync and repeated at least once a
+// block for as long as the log grows, while a group written without a Sync
+// pays for no COMMIT at all: with one writer and small records, a COMMIT
+// per group would take a sixth of the log. (Logs written before this rule
+// ended every group with a COMMIT; both read the same way, and the format
+// is the same: the reader never required a COMMIT after every write.) A
+// COMMIT ends what it counts, rather than starting it, so that a log whose
+// last write completed ends in whole records.
 //
 // The seal of a COMMIT or END is the xxhash64 of, in order: the log's salt
 // (8 bytes LE), the fragment's own offset in the log (8 bytes LE), and the
@@ -235,8 +246,10 @@ var (
 // Writer appends records to a log. It is not safe for concurrent use: the
 // DB's commit leader is its only user at a time.
 //
-// Each group of records, with its COMMIT and any padding, goes to the file
-// in one f.Write call, so a group commit costs one write and one Sync. After
+// Each group of records, with its COMMIT if one is due and any padding,
+// goes to the file in one f.Write call, so a group commit costs one write
+// and one Sync (two writes if the group carries no COMMIT and Sync must
+// write one). After
 // a Write or Sync of the file fails, the Writer refuses all further writes
 // and returns that error: the file may end in part of a group, and appending
 // more after it would turn a torn tail into corruption in the middle of the
@@ -248,6 +261,13 @@ type Writer struct {
 	size   int64  // bytes written to f
 	synced int64  // bytes the last successful Sync made durable
 	err    error  // sticky
+
+	// The last COMMIT written: the synced offset it recorded (-1 before
+	// any) and the log offset where it ends; and the records written
+	// since, which the next COMMIT counts (see commitDue).
+	committedSynced int64
+	committedEnd    int64
+	uncommitted     int
 }
 
 // NewWriter returns a Writer that appends to f, which must be empty: block
@@ -259,7 +279,9 @@ func NewWriter(f vfs.File) *Writer {
 }
 
 // newWriter returns a Writer that appends to f with the given salt.
-func newWriter(f vfs.File, salt uint64) *Writer { return &Writer{f: f, salt: salt} }
+func newWriter(f vfs.File, salt uint64) *Writer {
+	return &Writer{f: f, salt: salt, committedSynced: -1}
+}
 
 // WriteRecord appends p as a group of one record and returns the offset at
 // which the record starts (the offset Reader.Offset reports for it). The
@@ -269,8 +291,8 @@ func (w *Writer) WriteRecord(p []byte) (int64, error) {
 		return 0, w.err
 	}
 	b, start := w.appendRecord(w.begin(w.buf[:0]), p)
-	b = w.appendCommit(b, 1)
-	if err := w.write(b); err != nil {
+	w.uncommitted++
+	if err := w.writeGroup(b); err != nil {
 		return 0, err
 	}
 	return start, nil
@@ -286,7 +308,8 @@ func (w *Writer) WriteGroup(recs [][]byte) error {
 	for _, p := range recs {
 		b, _ = w.appendRecord(b, p)
 	}
-	return w.write(w.appendCommit(b, len(recs)))
+	w.uncommitted += len(recs)
+	return w.writeGroup(b)
 }
 
 // MarkEnd syncs the log, appends an end marker that claims every byte before
@@ -323,11 +346,37 @@ func (w *Writer) begin(b []byte) []byte {
 	return b
 }
 
-// appendCommit appends the COMMIT fragment that ends a group of n records.
-func (w *Writer) appendCommit(b []byte, n int) []byte {
+// commitDue reports whether a group that ends at log offset end must end
+// with a COMMIT (see the package doc): the log's first one, one after a
+// Sync (the synced offset it records has moved), or one a block after the
+// last COMMIT.
+func (w *Writer) commitDue(end int64) bool {
+	return w.committedSynced != w.synced || end-w.committedEnd >= blockSize
+}
+
+// writeGroup writes b, a group of records, with a COMMIT if one is due.
+func (w *Writer) writeGroup(b []byte) error {
+	if !w.commitDue(w.size + int64(len(b))) {
+		return w.write(b)
+	}
+	return w.writeCommitted(w.appendCommit(b))
+}
+
+// writeCommitted writes b, which ends with a COMMIT, and takes note of it.
+func (w *Writer) writeCommitted(b []byte) error {
+	if err := w.write(b); err != nil {
+		return err
+	}
+	w.committedSynced, w.committedEnd, w.uncommitted = w.synced, w.size, 0
+	return nil
+}
+
+// appendCommit appends a COMMIT fragment that records the synced offset and
+// counts the records written since the last COMMIT (w.uncommitted).
+func (w *Writer) appendCommit(b []byte) []byte {
 	b, off := w.appendFragment(b, typeCommit, commitSize-headerSize)
 	b = binary.LittleEndian.AppendUint64(b, uint64(w.synced))
-	b = binary.LittleEndian.AppendUint32(b, uint32(n))
+	b = binary.LittleEndian.AppendUint32(b, uint32(w.uncommitted))
 	b = w.appendSeal(b, off)
 	w.sum(b, off)
 	return b
@@ -414,10 +463,18 @@ func fragmentType(first, last bool) byte {
 	return typeMiddle
 }
 
-// Sync makes every record written so far durable.
+// Sync makes every record written so far durable. If records follow the
+// last COMMIT, it first writes a COMMIT for them, so that a synced log ends
+// in a COMMIT: recovery takes a log that ends inside a group for one whose
+// last write was torn, which only the newest log may be.
 func (w *Writer) Sync() error {
 	if w.err != nil {
 		return w.err
+	}
+	if w.uncommitted > 0 {
+		if err := w.writeCommitted(w.appendCommit(w.buf[:0])); err != nil {
+			return err
+		}
 	}
 	if err := w.f.Sync(); err != nil {
 		// After a failed fsync the kernel may have dropped the dirty pages;
