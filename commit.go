@@ -39,7 +39,8 @@ var pendingWrites = sync.Pool{
 // for the group, applies the batches to the memtable and publishes the new
 // sequence number, then wakes the others; the next group's leader is
 // elected once it is due (see electLeader). So N concurrent writers share
-// one write and one fsync. The batch is not referenced once commit
+// one write and one fsync (two writes when a synced group follows unsynced
+// ones: wal.Writer.Sync writes the COMMIT the group did not carry). The batch is not referenced once commit
 // returns.
 func (db *DB) commit(b *Batch, syncWAL, forceFlush bool) error {
 	w := pendingWrites.Get().(*pendingWrite)
@@ -153,27 +154,27 @@ func (db *DB) commitGroup(group []*pendingWrite) error {
 	if !writes {
 		return nil
 	}
-	var walBytes, userBytes int64
+	var userBytes int64
 	recs := db.walRecs[:0]
 	for _, w := range group {
 		if w.batch != nil {
 			recs = append(recs, w.batch.data)
-			walBytes += int64(len(w.batch.data))
 		}
 	}
+	logSize := log.Size()
 	err := log.WriteGroup(recs)
 	clear(recs) // keep no batch alive past its commit
 	db.walRecs = recs[:0]
 	if err != nil {
 		return db.setBackgroundError(err)
 	}
-	db.stats.walBytes.Add(walBytes)
 	db.stats.walWrites.Add(1)
 	if sync {
 		if err := log.Sync(); err != nil {
 			return db.setBackgroundError(err)
 		}
 	}
+	db.stats.walBytes.Add(log.Size() - logSize)
 	for _, w := range group {
 		if w.batch == nil {
 			continue

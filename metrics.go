@@ -74,8 +74,8 @@ type Metrics struct {
 	// cache's misses), an open(2) each.
 	TableCacheHits    int64
 	TableCacheReopens int64
-	WALBytes          int64 // bytes appended to WALs since Open
-	WALWrites         int64 // commit groups written to WALs since Open, one write call each
+	WALBytes          int64 // bytes appended to WALs by commits since Open: batches, their framing and COMMITs
+	WALWrites         int64 // commit groups written to WALs since Open: one write call each (and one more for a synced group that carries no COMMIT)
 	UserBytes         int64 // key and value bytes written since Open
 
 	Flushes      int64

@@ -215,15 +215,9 @@ func (db *DB) replayLogs(names []string, missing func(error) error, mem *memtabl
 		return missing(base.CorruptionErrorf(db.fileName(fileTypeLog, db.logNum), -1,
 			"the WAL the MANIFEST names as its log number is missing"))
 	}
-	newest := 0 // index of the last WAL with any bytes
-	for i, num := range logs {
-		info, err := db.fs.Stat(db.fileName(fileTypeLog, num))
-		if err != nil {
-			return err
-		}
-		if info.Size() > 0 {
-			newest = i
-		}
+	newest, err := db.newestLog(logs)
+	if err != nil {
+		return err
 	}
 	var prevLast base.SeqNum
 	for i, num := range logs {
@@ -294,6 +288,23 @@ func (db *DB) clearFailedCreate(names []string) error {
 		}
 	}
 	return nil
+}
+
+// newestLog returns the index in nums (WAL numbers, oldest first) of the
+// last WAL with any bytes, 0 if none has any: the one WAL that may end in a
+// torn tail (see recover).
+func (db *DB) newestLog(nums []uint64) (int, error) {
+	newest := 0
+	for i, num := range nums {
+		info, err := db.fs.Stat(db.fileName(fileTypeLog, num))
+		if err != nil {
+			return 0, err
+		}
+		if info.Size() > 0 {
+			newest = i
+		}
+	}
+	return newest, nil
 }
 
 // replayLog applies every batch in WAL num to mem and returns the first and

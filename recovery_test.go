@@ -85,9 +85,9 @@ func wantData(t *testing.T, db *DB, want map[string]string) {
 	}
 }
 
-// walCommitSize is the size of the COMMIT fragment that ends each group
-// the WAL writer writes (internal/wal/writer.go): a log a crash left ends
-// in one, and the last record ends just before it.
+// walCommitSize is the size of a COMMIT fragment (internal/wal/writer.go).
+// A log written with Sync, as these tests' are, ends every group with one,
+// so its last record ends just before the last COMMIT.
 const walCommitSize = 27
 
 // walEndSize is the size of the END fragment that ends a log closed

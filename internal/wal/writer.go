@@ -51,17 +51,21 @@
 // before any). Every byte before the synced offset is durable, so damage
 // there is no torn write. A COMMIT is due at the end of the log's first
 // group, of the first group after a Sync (the synced offset has moved), and
-// of a group that ends 32 KiB (a block) or more past the end of the last
-// COMMIT; and Sync writes one, alone, for records written since the last
-// COMMIT, so that a synced log ends in a COMMIT. Every claim of a synced
-// offset is thus written once after its Sync and repeated at least once a
-// block for as long as the log grows, while a group written without a Sync
-// pays for no COMMIT at all: with one writer and small records, a COMMIT
-// per group would take a sixth of the log. (Logs written before this rule
-// ended every group with a COMMIT; both read the same way, and the format
-// is the same: the reader never required a COMMIT after every write.) A
-// COMMIT ends what it counts, rather than starting it, so that a log whose
-// last write completed ends in whole records.
+// of a group whose records reach a later 4 KiB page (claimPage, counted from
+// offset 0) than the one the last COMMIT ends in; and Sync writes one,
+// alone, for records written since the last COMMIT, so that a synced log
+// ends in a COMMIT. So a claim is written after its Sync and again in every
+// later page that a group reaches, as when every group ended with a COMMIT:
+// a power loss that takes a page, and the claims in it, leaves the claim of
+// the next page a group reached. (A COMMIT after every group also repeated
+// the claim within a page; pages are what a power loss keeps or loses.)
+// Meanwhile the groups written between two Syncs pay for about one COMMIT
+// a page, not one each: with one writer and small records, a COMMIT per
+// group took a sixth of the log. Logs written before this rule ended every
+// group with a COMMIT; both read the same way, and the format is the same:
+// the reader never required a COMMIT after every write. A COMMIT ends what
+// it counts, rather than starting it, so that a log whose last write
+// completed ends in whole records.
 //
 // The seal of a COMMIT or END is the xxhash64 of, in order: the log's salt
 // (8 bytes LE), the fragment's own offset in the log (8 bytes LE), and the
@@ -122,12 +126,13 @@
 // alarm; and damage anywhere, even in the log's last group or in a log of
 // one block, is reported as soon as any later COMMIT or END that claims it
 // survives. What still reads as a torn tail is damage that no surviving
-// COMMIT or END claims. A group's bytes are claimed only by the COMMIT of a
-// group written after the Sync that covered them, or by the END (a COMMIT
-// records the sync before its own group). So damage to the last group whose
-// COMMIT survives, or to anything after it, is cut off even if a Sync
-// covered it: nothing written after that Sync survived to say so, and the
-// damage looks like a torn write.
+// COMMIT or END claims. A record's bytes are claimed only by a COMMIT
+// written after the Sync that covered them, or by the END (a COMMIT records
+// the last Sync before it was written). So damage to bytes after the last
+// claim that survives, synced or not, is cut off: if a Sync covered them,
+// nothing written after that Sync survived to say so, and the damage looks
+// like a torn write. With claims repeated once a page (see above), that is
+// damage to the last page a claim reached, or to anything after it.
 //
 // Random bytes at a given offset pass as a sealed COMMIT or END only if
 // their type and length bytes are right (2 of 2^24 values), their checksum
@@ -182,6 +187,13 @@ import (
 const (
 	blockSize  = 32 << 10
 	headerSize = 7
+
+	// claimPage is the span within which a Writer repeats its last claim:
+	// a group that reaches a later claimPage-aligned page than the last
+	// COMMIT ends with one (see the package doc). It is the page size of
+	// the file systems shale runs on, the unit in which a power loss keeps
+	// or loses what was written.
+	claimPage = 4 << 10
 
 	// version is the format version Writer writes, in the LOG fragment.
 	version = 2
@@ -346,12 +358,12 @@ func (w *Writer) begin(b []byte) []byte {
 	return b
 }
 
-// commitDue reports whether a group that ends at log offset end must end
-// with a COMMIT (see the package doc): the log's first one, one after a
-// Sync (the synced offset it records has moved), or one a block after the
-// last COMMIT.
+// commitDue reports whether a group whose records end at log offset end
+// must end with a COMMIT (see the package doc): the log's first one, one
+// after a Sync (the synced offset it records has moved), or one that
+// reaches a later page than the last COMMIT's end.
 func (w *Writer) commitDue(end int64) bool {
-	return w.committedSynced != w.synced || end-w.committedEnd >= blockSize
+	return w.committedSynced != w.synced || (end-1)/claimPage > (w.committedEnd-1)/claimPage
 }
 
 // writeGroup writes b, a group of records, with a COMMIT if one is due.
