@@ -351,18 +351,24 @@ func TestTableCacheKeepsHotFile(t *testing.T) {
 		f.tableOpened()
 		return f
 	}
-	hot := open("hot.sst")
+	// The hot file is opened last, so that it stays open only if reads
+	// promote it: opened first, it would sit at the back, where each file
+	// opened after it goes in front of it.
 	var cold []*tableFile
 	for i := range 10 {
 		cold = append(cold, open(fmt.Sprintf("%d.sst", i)))
 	}
+	hot := open("hot.sst")
 	read := func(f *tableFile) {
 		if _, err := f.acquire(true); err != nil {
 			t.Fatal(err)
 		}
 		f.release()
 	}
-	read(hot) // a hit: each file opened went last, displacing the one before
+	// Each file opened went last, displacing the one opened before it, so
+	// the first cold file and the hot one are open. Reading the hot file
+	// is a hit, and so is the first cold read.
+	read(hot)
 	for turn := range 3 {
 		for i, f := range cold {
 			read(hot)
@@ -372,12 +378,12 @@ func TestTableCacheKeepsHotFile(t *testing.T) {
 			}
 		}
 	}
-	if want := int64(3 * len(cold)); c.reopens.Load() != want {
-		t.Errorf("%d reopens; want %d (every cold read)", c.reopens.Load(), want)
+	if want := int64(3*len(cold) - 1); c.reopens.Load() != want {
+		t.Errorf("%d reopens; want %d (every cold read but the first)", c.reopens.Load(), want)
 	}
 	// Every read of the hot file was a hit.
-	if n := c.hits.Load(); n != 1+3*int64(len(cold)) {
-		t.Errorf("%d hits; want %d", n, 1+3*len(cold))
+	if n := c.hits.Load(); n != 2+3*int64(len(cold)) {
+		t.Errorf("%d hits; want %d", n, 2+3*len(cold))
 	}
 	hot.Close()
 	for _, f := range cold {
