@@ -109,18 +109,7 @@ func BenchmarkGetParallel(b *testing.B) {
 func BenchmarkGetAbsentParallel(b *testing.B) {
 	const n, tables = 100_000, 8
 	db := openBench(b, &Options{NoSync: true, DisableAutomaticCompactions: true, MemTableSize: 64 << 20})
-	for t := range tables {
-		batch := db.NewBatch()
-		for i := t; i < n; i += tables {
-			batch.Put(benchKey(i), []byte("value-value-value-value"))
-		}
-		if err := db.Apply(batch); err != nil {
-			b.Fatal(err)
-		}
-		if err := db.Flush(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	flushStriped(b, db, n, tables)
 	getRandomParallel(b, db, n, false)
 }
 
@@ -220,15 +209,9 @@ func BenchmarkRecovery(b *testing.B) {
 	}
 }
 
-// BenchmarkGetFromFiles measures point lookups that read a table file:
-// 100,000 present keys in 16 tables, no block cache, so each Get reads
-// one block with one pread (the page cache serves it) through the table
-// cache, from every core at once. Run it with -cpu 1,2,... to see what
-// reads that reach a file cost beside the read itself.
-func BenchmarkGetFromFiles(b *testing.B) {
-	const n, tables = 100_000, 16
-	db := openBench(b, &Options{NoSync: true, DisableAutomaticCompactions: true,
-		MemTableSize: 64 << 20, BlockCacheSize: -1})
+// flushStriped writes keys 0 to n-1 as that many L0 tables, key i in table
+// i%tables, so that every table spans the whole key range.
+func flushStriped(b *testing.B, db *DB, n, tables int) {
 	for t := range tables {
 		batch := db.NewBatch()
 		for i := t; i < n; i += tables {
@@ -241,6 +224,18 @@ func BenchmarkGetFromFiles(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkGetFromFiles measures point lookups that read a table file:
+// 100,000 present keys in 16 tables, no block cache, so each Get reads
+// one block with one pread (the page cache serves it) through the table
+// cache, from every core at once. Run it with -cpu 1,2,... to see what
+// reads that reach a file cost beside the read itself.
+func BenchmarkGetFromFiles(b *testing.B) {
+	const n, tables = 100_000, 16
+	db := openBench(b, &Options{NoSync: true, DisableAutomaticCompactions: true,
+		MemTableSize: 64 << 20, BlockCacheSize: -1})
+	flushStriped(b, db, n, tables)
 	before := db.Metrics()
 	getRandomParallel(b, db, n, true)
 	after := db.Metrics()
