@@ -261,11 +261,10 @@ var (
 // Each group of records, with its COMMIT if one is due and any padding,
 // goes to the file in one f.Write call, so a group commit costs one write
 // and one Sync (two writes if the group carries no COMMIT and Sync must
-// write one). After
-// a Write or Sync of the file fails, the Writer refuses all further writes
-// and returns that error: the file may end in part of a group, and appending
-// more after it would turn a torn tail into corruption in the middle of the
-// log.
+// write one). After a Write or Sync of the file fails, the Writer refuses
+// all further writes and returns that error: the file may end in part of a
+// group, and appending more after it would turn a torn tail into corruption
+// in the middle of the log.
 type Writer struct {
 	f      vfs.File
 	salt   uint64 // in the LOG fragment; seals the COMMIT and END fragments
