@@ -39,9 +39,7 @@ var pendingWrites = sync.Pool{
 // for the group, applies the batches to the memtable and publishes the new
 // sequence number, then wakes the others; the next group's leader is
 // elected once it is due (see electLeader). So N concurrent writers share
-// one write and one fsync (two writes when a synced group follows unsynced
-// ones: wal.Writer.Sync writes the COMMIT the group did not carry). The batch is not referenced once commit
-// returns.
+// one write and one fsync. The batch is not referenced once commit returns.
 func (db *DB) commit(b *Batch, syncWAL, forceFlush bool) error {
 	w := pendingWrites.Get().(*pendingWrite)
 	w.batch, w.sync, w.forceFlush = b, syncWAL, forceFlush
@@ -162,7 +160,7 @@ func (db *DB) commitGroup(group []*pendingWrite) error {
 		}
 	}
 	logSize := log.Size()
-	err := log.WriteGroup(recs)
+	err := log.WriteGroup(recs, sync)
 	clear(recs) // keep no batch alive past its commit
 	db.walRecs = recs[:0]
 	if err != nil {

@@ -75,7 +75,7 @@ type Metrics struct {
 	TableCacheHits    int64
 	TableCacheReopens int64
 	WALBytes          int64 // bytes appended to WALs by commits since Open: batches, their framing and COMMITs
-	WALWrites         int64 // commit groups written to WALs since Open: one write call each (and one more for a synced group that carries no COMMIT)
+	WALWrites         int64 // commit groups written to WALs since Open, one write call each
 	UserBytes         int64 // key and value bytes written since Open
 
 	Flushes      int64

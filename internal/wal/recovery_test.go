@@ -502,7 +502,7 @@ func TestLostUnsyncedPages(t *testing.T) {
 			for i := range group {
 				group[i] = pattern(len(records)+i, rng.IntN(12_000))
 			}
-			if err := w.WriteGroup(group); err != nil {
+			if err := w.WriteGroup(group, false); err != nil {
 				t.Fatal(err)
 			}
 			records = append(records, group...)
@@ -668,7 +668,7 @@ func TestImitatedCommitIsNoClaim(t *testing.T) {
 			value := append(pattern(7, 30), tc.imitation(at)...)
 			end := at + int64(len(value)) - 30 // just after the imitation
 			value = append(value, pattern(8, 100)...)
-			if err := w.WriteGroup([][]byte{pattern(6, 50), value}); err != nil {
+			if err := w.WriteGroup([][]byte{pattern(6, 50), value}, false); err != nil {
 				t.Fatal(err)
 			}
 			written := f.data.Bytes()

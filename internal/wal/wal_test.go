@@ -233,7 +233,7 @@ func writeSteps(t testing.TB, steps []step) (log []byte, records [][]byte) {
 			off, err = w.WriteRecord(s.group[0])
 			offsets = append(offsets, off)
 		default:
-			err = w.WriteGroup(s.group)
+			err = w.WriteGroup(s.group, false)
 			offsets = append(offsets, -1)
 		}
 		if err != nil {

@@ -260,8 +260,9 @@ var (
 //
 // Each group of records, with its COMMIT if one is due and any padding,
 // goes to the file in one f.Write call, so a group commit costs one write
-// and one Sync (two writes if the group carries no COMMIT and Sync must
-// write one). After a Write or Sync of the file fails, the Writer refuses
+// and one Sync (tell WriteGroup a Sync follows, or Sync writes the group's
+// COMMIT in a second call). After a Write or Sync of the file fails, the
+// Writer refuses
 // all further writes and returns that error: the file may end in part of a
 // group, and appending more after it would turn a torn tail into corruption
 // in the middle of the log.
@@ -303,15 +304,18 @@ func (w *Writer) WriteRecord(p []byte) (int64, error) {
 	}
 	b, start := w.appendRecord(w.begin(w.buf[:0]), p)
 	w.uncommitted++
-	if err := w.writeGroup(b); err != nil {
+	if err := w.writeGroup(b, false); err != nil {
 		return 0, err
 	}
 	return start, nil
 }
 
 // WriteGroup appends recs as one group, in one write call to the file. The
-// records are not durable until Sync returns. An empty group writes nothing.
-func (w *Writer) WriteGroup(recs [][]byte) error {
+// records are not durable until Sync returns. With syncNext set (the caller
+// calls Sync next) the group ends with a COMMIT even if none is due, so
+// that Sync has none to write and the group costs one write call either
+// way. An empty group writes nothing.
+func (w *Writer) WriteGroup(recs [][]byte, syncNext bool) error {
 	if w.err != nil || len(recs) == 0 {
 		return w.err
 	}
@@ -320,7 +324,7 @@ func (w *Writer) WriteGroup(recs [][]byte) error {
 		b, _ = w.appendRecord(b, p)
 	}
 	w.uncommitted += len(recs)
-	return w.writeGroup(b)
+	return w.writeGroup(b, syncNext)
 }
 
 // MarkEnd syncs the log, appends an end marker that claims every byte before
@@ -365,9 +369,10 @@ func (w *Writer) commitDue(end int64) bool {
 	return w.committedSynced != w.synced || (end-1)/claimPage > (w.committedEnd-1)/claimPage
 }
 
-// writeGroup writes b, a group of records, with a COMMIT if one is due.
-func (w *Writer) writeGroup(b []byte) error {
-	if !w.commitDue(w.size + int64(len(b))) {
+// writeGroup writes b, a group of records, with a COMMIT if one is due or
+// commit is set.
+func (w *Writer) writeGroup(b []byte, commit bool) error {
+	if !commit && !w.commitDue(w.size+int64(len(b))) {
 		return w.write(b)
 	}
 	return w.writeCommitted(w.appendCommit(b))

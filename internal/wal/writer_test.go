@@ -137,6 +137,35 @@ func TestWriterErrorsAreSticky(t *testing.T) {
 	}
 }
 
+// TestSyncedGroupOneWrite: a group that a Sync follows costs one write call
+// when the caller says so, even after groups that carried no COMMIT, and
+// the log reads back whole and clean.
+func TestSyncedGroupOneWrite(t *testing.T) {
+	f := &memFile{}
+	w := NewWriter(f)
+	records := sizedRecords(10, 20, 30, 40)
+	for _, p := range records[:3] { // the first carries a COMMIT, the others none
+		if err := w.WriteGroup([][]byte{p}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writes := f.writes
+	if err := w.WriteGroup(records[3:], true); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.writes - writes; n != 1 {
+		t.Fatalf("a synced group after groups without a COMMIT took %d write calls, want 1", n)
+	}
+	res := read(t, f)
+	checkRecords(t, "read back", res.records, records)
+	if res.err != io.EOF || res.torn || res.ended {
+		t.Fatalf("ended with %v, torn %t, Ended() = %t; want a clean end", res.err, res.torn, res.ended)
+	}
+}
+
 // TestWriteGroupOneWrite checks that a group of records, whatever their
 // sizes, reaches the file in one Write call, that an empty group writes
 // nothing, and that the group reads back in order.
@@ -144,10 +173,10 @@ func TestWriteGroupOneWrite(t *testing.T) {
 	f := &memFile{}
 	w := NewWriter(f)
 	records := sizedRecords(0, 100, 32755, 100_000, 5)
-	if err := w.WriteGroup(records); err != nil || f.writes != 1 {
+	if err := w.WriteGroup(records, false); err != nil || f.writes != 1 {
 		t.Fatalf("WriteGroup() = %v after %d Write calls, want nil after 1", err, f.writes)
 	}
-	if err := w.WriteGroup(nil); err != nil || f.writes != 1 {
+	if err := w.WriteGroup(nil, false); err != nil || f.writes != 1 {
 		t.Fatalf("WriteGroup(nil) = %v after %d Write calls, want nil after 1", err, f.writes)
 	}
 	if w.Size() != int64(f.data.Len()) {
@@ -181,7 +210,7 @@ func TestMarkEnd(t *testing.T) {
 	if _, err := w.WriteRecord([]byte("b")); !errors.Is(err, errEnded) {
 		t.Fatalf("WriteRecord after MarkEnd: %v", err)
 	}
-	if err := w.WriteGroup([][]byte{[]byte("b")}); !errors.Is(err, errEnded) {
+	if err := w.WriteGroup([][]byte{[]byte("b")}, false); !errors.Is(err, errEnded) {
 		t.Fatalf("WriteGroup after MarkEnd: %v", err)
 	}
 	if err := w.MarkEnd(); !errors.Is(err, errEnded) {
@@ -246,7 +275,7 @@ func TestWriterReusesBuffer(t *testing.T) {
 		t.Fatalf("WriteRecord allocates %.1f times per record", allocs)
 	}
 	group := [][]byte{rec, rec[:100], rec}
-	if allocs := testing.AllocsPerRun(100, func() { w.WriteGroup(group) }); allocs != 0 {
+	if allocs := testing.AllocsPerRun(100, func() { w.WriteGroup(group, false) }); allocs != 0 {
 		t.Fatalf("WriteGroup allocates %.1f times per group", allocs)
 	}
 	w.WriteRecord(make([]byte, 2*maxRetainedBuf))
