@@ -350,7 +350,11 @@ func (db *DB) replayLog(num uint64, mem *memtable.MemTable, newest bool) (first,
 		if !newest {
 			return 0, 0, base.CorruptionErrorf(name, off, "log ends in a torn record, but a newer log follows it")
 		}
-		db.logf("%s: torn tail at offset %d cut off (a write the crash interrupted, or whole records whose COMMIT was not due yet, all kept)", name, off)
+		if r.CutOff() {
+			db.logf("%s: torn tail at offset %d cut off (a write the crash interrupted)", name, off)
+		} else {
+			db.logf("%s: ends at offset %d in whole records whose COMMIT was not due yet; nothing cut off", name, off)
+		}
 	}
 	return first, last, nil
 }

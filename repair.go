@@ -275,18 +275,11 @@ func (r *repairer) readLog(num uint64) error {
 			damaged = true
 		}
 	}
-	// A log can end inside a group with nothing cut off: after whole
-	// records whose COMMIT was not due yet (see internal/wal). Only bytes
-	// past the intact log are a torn record.
-	if off, torn := lr.TornTail(); torn {
-		info, err := db.fs.Stat(name)
-		if err != nil {
-			return err
-		}
-		if off < info.Size() {
-			db.logf("repair: %s ends in a torn record at offset %d", name, off)
-			damaged = true
-		}
+	// A log that ends in whole records no COMMIT counts yet (see
+	// internal/wal) lost nothing: only a tail that cut bytes off is damage.
+	if off, torn := lr.TornTail(); torn && lr.CutOff() {
+		db.logf("repair: %s ends in a torn record at offset %d", name, off)
+		damaged = true
 	}
 	if damaged {
 		r.damaged = append(r.damaged, baseFileName(fileTypeLog, num))

@@ -92,6 +92,7 @@ type Reader struct {
 	recOff int64  // file offset of the record Next returned last
 	end    int64  // file offset just past the record Next returned last
 	torn   bool
+	cut    bool // torn, and bytes past end were cut off (see CutOff)
 	ended  bool
 	err    error // sticky: io.EOF, corruption or an I/O error
 }
@@ -136,6 +137,15 @@ func (r *Reader) TornTail() (offset int64, ok bool) {
 	return r.end, true
 }
 
+// CutOff reports whether the torn tail cut bytes off: a record cut short,
+// or a bad fragment and whatever followed it. It is false for a log that
+// ends in whole records that no COMMIT counts yet, as a Writer leaves one
+// between COMMITs (see the package doc): such a tail is reported as torn,
+// since the reader cannot tell a crash before the next COMMIT was due from
+// a write cut at a record boundary, but nothing in the file is dropped.
+// It reports false until Next has returned io.EOF.
+func (r *Reader) CutOff() bool { return r.cut }
+
 // Ended reports whether the log ended at an end marker (Writer.MarkEnd): it
 // was closed cleanly. It reports false until Next has returned io.EOF.
 func (r *Reader) Ended() bool { return r.ended }
@@ -155,6 +165,7 @@ func (r *Reader) next() ([]byte, error) {
 		switch {
 		case err == io.EOF && (start >= 0 || r.open):
 			r.torn = true // a record or a group is cut off
+			r.cut = start >= 0
 			return nil, io.EOF
 		case err != nil:
 			return nil, err
@@ -404,7 +415,7 @@ func (r *Reader) damaged(off int64, reason string) error {
 	case r.version != 2 && !sawV2 && v1Start >= 0:
 		return base.CorruptionErrorf(r.file, off, "%s, and an intact record starts at offset %d", reason, v1Start)
 	}
-	r.torn = true
+	r.torn, r.cut = true, true
 	return io.EOF
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -128,6 +129,7 @@ type result struct {
 	err     error // what ended the log: io.EOF or another error
 	torn    bool
 	tornAt  int64
+	cut     bool // CutOff
 	ended   bool
 }
 
@@ -148,6 +150,7 @@ func read(t testing.TB, r io.ReaderAt) result {
 		t.Fatalf("Next returned %v, then %v", res.err, err)
 	}
 	res.tornAt, res.torn = rd.TornTail()
+	res.cut = rd.CutOff()
 	res.ended = rd.Ended()
 	return res
 }
@@ -190,6 +193,15 @@ func (s sample) checkCut(t *testing.T, c int) {
 	what := fmt.Sprintf("cut at %d", c)
 	if !s.cleanCut(c) {
 		s.checkTorn(t, what, res, j)
+		// CutOff says whether the tail dropped anything but zero padding
+		// (or the LOG fragment of a version 2 log that holds no record).
+		from := res.tornAt
+		if from == 0 && c >= logSize && s.log[6] == typeLog {
+			from = logSize
+		}
+		if wantCut := slices.ContainsFunc(s.log[from:c], func(b byte) bool { return b != 0 }); res.cut != wantCut {
+			t.Fatalf("%s: CutOff() = %t, want %t (bytes %d to %d dropped)", what, res.cut, wantCut, from, c)
+		}
 		return
 	}
 	checkRecords(t, what, res.records, s.records[:j])

@@ -434,7 +434,11 @@ func readAll(t *testing.T, log []byte, written [][]byte) string {
 			off, torn := r.TornTail()
 			switch {
 			case torn:
-				fmt.Fprintf(&b, "EOF: torn tail, the intact log ends at offset %d\n", off)
+				cut := ""
+				if !r.CutOff() {
+					cut = ", nothing cut off"
+				}
+				fmt.Fprintf(&b, "EOF: torn tail, the intact log ends at offset %d%s\n", off, cut)
 			case r.Ended():
 				b.WriteString("EOF: end marker\n")
 			default:
