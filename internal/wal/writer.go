@@ -262,10 +262,9 @@ var (
 // goes to the file in one f.Write call, so a group commit costs one write
 // and one Sync (tell WriteGroup a Sync follows, or Sync writes the group's
 // COMMIT in a second call). After a Write or Sync of the file fails, the
-// Writer refuses
-// all further writes and returns that error: the file may end in part of a
-// group, and appending more after it would turn a torn tail into corruption
-// in the middle of the log.
+// Writer refuses all further writes and returns that error: the file may
+// end in part of a group, and appending more after it would turn a torn
+// tail into corruption in the middle of the log.
 type Writer struct {
 	f      vfs.File
 	salt   uint64 // in the LOG fragment; seals the COMMIT and END fragments
