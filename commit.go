@@ -173,6 +173,9 @@ func (db *DB) commitGroup(group []*pendingWrite) error {
 		}
 	}
 	db.stats.walBytes.Add(log.Size() - logSize)
+	if log.Mapped() {
+		db.stats.walMappedBytes.Add(log.Size() - logSize)
+	}
 	for _, w := range group {
 		if w.batch == nil {
 			continue
@@ -324,7 +327,7 @@ func (db *DB) rotateMemTable() error {
 	if err != nil {
 		return err
 	}
-	db.log = wal.NewWriter(f)
+	db.log = db.newWALWriter(f)
 	db.imm = append(db.imm, db.mem)
 	db.mem = db.newMemTable(num)
 	db.publishReadState()
@@ -332,21 +335,19 @@ func (db *DB) rotateMemTable() error {
 	return nil
 }
 
-// startWAL, without db.mu, makes WAL num, the successor of old, and closes
-// old.
+// startWAL, without db.mu, makes WAL num, the successor of old, then syncs
+// and closes old.
 //
-// The old WAL is synced first, even under NoSync: recovery allows a torn
-// tail only in the newest WAL, so no newer one may exist before the old one
-// is whole. The new WAL's directory entry is then synced, also under NoSync:
-// the flush of the old memtable names the new WAL in the MANIFEST as its log
-// number, and the MANIFEST must never name a file a power loss can take
-// away. Both happen once per memtable and cost little. If a step fails,
-// the old WAL stays the newest one with a whole record at its end, or an
-// empty newer WAL follows it, which recovery skips.
+// The new WAL's directory entry is synced, even under NoSync: the flush of
+// the old memtable names the new WAL in the MANIFEST as its log number, and
+// the MANIFEST must never name a file a power loss can take away. The old
+// WAL is then synced (and, if mapped, cut to its end), also under NoSync,
+// before the new one takes any write: recovery allows a torn tail only in
+// the newest WAL, and skips an empty one after it, so no newer WAL may hold
+// bytes before the old one is whole. Both happen once per memtable and cost
+// little. If a step fails, the old WAL stays the newest one with bytes,
+// with at most an empty newer WAL after it.
 func (db *DB) startWAL(old *wal.Writer, num uint64) (vfs.File, error) {
-	if err := old.Sync(); err != nil {
-		return nil, err
-	}
 	f, err := db.fs.Create(db.fileName(fileTypeLog, num))
 	if err != nil {
 		return nil, err
@@ -355,11 +356,20 @@ func (db *DB) startWAL(old *wal.Writer, num uint64) (vfs.File, error) {
 		f.Close()
 		return nil, err
 	}
-	if err := old.Close(); err != nil {
+	if err := old.SyncClose(); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return f, nil
+}
+
+// newWALWriter returns the writer of the new WAL file f: mapped unless
+// Options.DisableWALMapping (see wal.NewMappedWriter).
+func (db *DB) newWALWriter(f vfs.File) *wal.Writer {
+	if db.opts.DisableWALMapping {
+		return wal.NewWriter(f)
+	}
+	return wal.NewMappedWriter(f)
 }
 
 func isClosing(ch chan struct{}) bool {

@@ -598,6 +598,7 @@ type dbStats struct {
 	compactionBytesIn  atomic.Int64
 	compactionBytesOut atomic.Int64
 	walBytes           atomic.Int64
+	walMappedBytes     atomic.Int64
 	walWrites          atomic.Int64
 	userBytes          atomic.Int64
 	stallNanos         atomic.Int64

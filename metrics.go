@@ -75,8 +75,13 @@ type Metrics struct {
 	TableCacheHits    int64
 	TableCacheReopens int64
 	WALBytes          int64 // bytes appended to WALs by commits since Open: batches, their framing and COMMITs
-	WALWrites         int64 // commit groups written to WALs since Open, one write call each
-	UserBytes         int64 // key and value bytes written since Open
+	// WALMappedBytes is the part of WALBytes stored through a shared
+	// mapping rather than written with write(2) (see
+	// Options.DisableWALMapping). A process's write count in /proc/self/io
+	// (wchar) does not see it: add it to compare bytes written.
+	WALMappedBytes int64
+	WALWrites      int64 // commit groups written to WALs since Open: a write call each, unless mapped
+	UserBytes      int64 // key and value bytes written since Open
 
 	Flushes      int64
 	FlushBytes   int64 // bytes of L0 tables written by flushes
@@ -176,6 +181,7 @@ func (db *DB) Metrics() Metrics {
 	m.MemoryTotal = m.FilterMemory + m.IndexMemory + m.MemTableBytes + m.ImmutableMemTableBytes +
 		m.BlockCacheBytes + m.RowCacheBytes
 	m.WALBytes = db.stats.walBytes.Load()
+	m.WALMappedBytes = db.stats.walMappedBytes.Load()
 	m.WALWrites = db.stats.walWrites.Load()
 	m.UserBytes = db.stats.userBytes.Load()
 	m.Flushes = db.stats.flushes.Load()

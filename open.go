@@ -249,7 +249,7 @@ func (db *DB) startLogAndManifest(v *manifest.Version, edit *manifest.VersionEdi
 	if err != nil {
 		return nil, err
 	}
-	db.log = wal.NewWriter(f)
+	db.log = db.newWALWriter(f)
 	db.mem = db.newMemTable(edit.LogNum)
 	edit.LastSeqNum = db.lastSeq
 	return nv, db.createManifest(nv, edit)

@@ -40,9 +40,10 @@ const (
 	OpMkdirAll
 	OpStat
 	OpClose
+	OpTruncate
 )
 
-var opNames = [...]string{"create", "open", "remove", "rename", "list", "write", "read", "sync", "syncdir", "lock", "mkdirall", "stat", "close"}
+var opNames = [...]string{"create", "open", "remove", "rename", "list", "write", "read", "sync", "syncdir", "lock", "mkdirall", "stat", "close", "truncate"}
 
 // String names the operation.
 func (op Op) String() string {
@@ -174,6 +175,31 @@ func (f *errorFile) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return f.File.Write(p)
+}
+
+// StoreAt implements Mapper as an OpWrite: it stores through the wrapped
+// file, or fails with ErrNotMappable if that is not a Mapper.
+func (f *errorFile) StoreAt(p []byte, off int64) error {
+	if err := f.fs.check(OpWrite, f.name); err != nil {
+		return err
+	}
+	m, ok := f.File.(Mapper)
+	if !ok {
+		return fmt.Errorf("%s: %w", f.name, ErrNotMappable)
+	}
+	return m.StoreAt(p, off)
+}
+
+// Cut implements Mapper as an OpTruncate.
+func (f *errorFile) Cut(size int64) error {
+	if err := f.fs.check(OpTruncate, f.name); err != nil {
+		return err
+	}
+	m, ok := f.File.(Mapper)
+	if !ok {
+		return fmt.Errorf("%s: %w", f.name, ErrNotMappable)
+	}
+	return m.Cut(size)
 }
 
 func (f *errorFile) ReadAt(p []byte, off int64) (int, error) {

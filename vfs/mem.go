@@ -34,11 +34,21 @@ type MemFS struct {
 type memNode struct {
 	mu   sync.Mutex
 	data []byte
-	// synced is the length of data as of the last Sync. Files are only
+	// synced is how much of data the last Sync made durable. Files are only
 	// appended to, so data[:synced] is what a crash would keep.
 	synced  int
 	modTime time.Time
+	// mapped is set by the file's first StoreAt; end is then where the
+	// stores end, and data past it is the zeros allocated ahead of them.
+	mapped bool
+	end    int
 }
+
+// memAllocStep is the step in which MemFS allocates a mapped file ahead of
+// its stores (see Mapper). It is far smaller than the operating system's,
+// so that crash campaigns stay fast, and large enough that a zero tail
+// sometimes spans a write-ahead log block (32 KiB).
+const memAllocStep = 16 << 10
 
 // NewMem returns an empty in-memory file system.
 func NewMem() *MemFS {
@@ -383,9 +393,55 @@ func (f *memFile) Write(p []byte) (int, error) {
 	}
 	f.node.mu.Lock()
 	defer f.node.mu.Unlock()
+	if f.node.mapped {
+		return 0, &fs.PathError{Op: "write", Path: f.name, Err: errors.New("file is written through a mapping")}
+	}
 	f.node.data = append(f.node.data, p...)
 	f.node.modTime = time.Now()
 	return len(p), nil
+}
+
+// StoreAt implements Mapper. The stored bytes are the file's at once, as
+// written ones are (a simulated process crash keeps them), and unsynced
+// until Sync. Stores must append: one before the end of the last fails.
+func (f *memFile) StoreAt(p []byte, off int64) error {
+	if f.closed {
+		return errClosed
+	}
+	if !f.write {
+		return &fs.PathError{Op: "store", Path: f.name, Err: errors.New("file opened for reading")}
+	}
+	n := f.node
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.mapped && len(n.data) > 0 || n.mapped && off < int64(n.end) {
+		return &fs.PathError{Op: "store", Path: f.name, Err: fmt.Errorf("store at offset %d does not append", off)}
+	}
+	end := int(off) + len(p)
+	if end > len(n.data) {
+		alloc := (end + memAllocStep - 1) / memAllocStep * memAllocStep
+		n.data = append(n.data, make([]byte, alloc-len(n.data))...)
+	}
+	copy(n.data[off:], p)
+	n.mapped, n.end = true, end
+	n.modTime = time.Now()
+	return nil
+}
+
+// Cut implements Mapper.
+func (f *memFile) Cut(size int64) error {
+	if f.closed {
+		return errClosed
+	}
+	n := f.node
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if int(size) < len(n.data) {
+		n.data = n.data[:size]
+	}
+	n.synced = min(n.synced, len(n.data))
+	n.end = len(n.data)
+	return nil
 }
 
 func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
@@ -414,6 +470,11 @@ func (f *memFile) Sync() error {
 	f.node.mu.Lock()
 	defer f.node.mu.Unlock()
 	f.node.synced = len(f.node.data)
+	if f.node.mapped {
+		// The zeros allocated past the stores may or may not survive a
+		// crash, as a file's length set by fallocate may not.
+		f.node.synced = f.node.end
+	}
 	return nil
 }
 

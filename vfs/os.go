@@ -15,7 +15,21 @@ var Default FS = osFS{}
 
 type osFS struct{}
 
-type osFile struct{ *os.File }
+// osFile is an operating-system file. m is its state as a Mapper (Linux
+// only; see mapped_linux.go), nil for files opened for reading.
+type osFile struct {
+	*os.File
+	m *mapping
+}
+
+// Close implements File; it releases the file's mapping, if any.
+func (f osFile) Close() error {
+	err := f.m.unmap()
+	if cerr := f.File.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
 
 func (f osFile) Size() (int64, error) {
 	fi, err := f.File.Stat()
@@ -30,7 +44,7 @@ func (osFS) Create(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return osFile{f}, nil
+	return osFile{File: f, m: &mapping{}}, nil
 }
 
 func (osFS) Open(name string) (File, error) {
@@ -38,7 +52,7 @@ func (osFS) Open(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return osFile{f}, nil
+	return osFile{File: f}, nil
 }
 
 func (osFS) Remove(name string) error                    { return os.Remove(name) }

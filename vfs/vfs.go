@@ -5,6 +5,7 @@
 package vfs
 
 import (
+	"errors"
 	"io"
 	"os"
 )
@@ -31,6 +32,35 @@ type WritebackStarter interface {
 	// without waiting for it.
 	StartWriteback(off, n int64) error
 }
+
+// Mapper is implemented by files that can be appended to through a shared
+// memory mapping instead of write(2): the operating system's files on Linux,
+// and MemFS's (which model it), and ErrorFS's around them. A store costs no
+// system call once its pages are mapped, and, as with write(2), the bytes
+// belong to the kernel when it returns: a process crash keeps them, and only
+// Sync makes them durable. The write-ahead log uses it to save a system call
+// per commit.
+//
+// The file is allocated ahead of the stores, in steps, so that a full disk
+// fails a store with an error instead of faulting when a page is first
+// touched; until Cut, the file is longer than what was stored and reads as
+// zeros past it. Stores append: each starts at or after the end of the one
+// before, and Write must not be mixed with them. Not safe for concurrent use.
+type Mapper interface {
+	// StoreAt copies p into the file at offset off. A file system that
+	// cannot allocate ahead (fallocate) fails the first store with an error
+	// matching ErrNotMappable, having stored nothing; the caller then uses
+	// Write.
+	StoreAt(p []byte, off int64) error
+	// Cut releases the mapping and truncates the file to size, the end of
+	// the last store, removing the zeros allocated past it. It makes
+	// nothing durable: a Sync after it does.
+	Cut(size int64) error
+}
+
+// ErrNotMappable is returned (wrapped) by the first Mapper.StoreAt of a file
+// the file system cannot allocate ahead of its stores.
+var ErrNotMappable = errors.New("vfs: file system cannot allocate a file ahead of a mapping")
 
 // FS is a file system.
 type FS interface {

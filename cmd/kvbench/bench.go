@@ -431,7 +431,7 @@ func (b *bench) settle(before shale.Metrics, ioBefore procstat.IO) (*settleResul
 	return &settleResult{
 		Seconds:        time.Since(start).Seconds(),
 		Settled:        settled,
-		WriteAmpIO:     float64(io.WChar-ioBefore.WChar) / user,
+		WriteAmpIO:     float64(io.WChar-ioBefore.WChar+m.WALMappedBytes-before.WALMappedBytes) / user,
 		WriteAmpEngine: float64(written) / user,
 		FilterBytes:    m.FilterMemory,
 		IndexBytes:     m.IndexMemory,

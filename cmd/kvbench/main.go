@@ -24,8 +24,9 @@
 // Each workload reports its throughput, ns per operation, the store's disk
 // reads and filter checks per operation, the process's read and write
 // syscalls and bytes per operation (syscr, rchar, syscw and wchar of
-// /proc/self/io, so page-cache hits count) and its peak RSS so far (VmHWM);
-// reading them needs Linux's /proc.
+// /proc/self/io, so page-cache hits count; the write bytes add the WAL
+// bytes stored through a mapping, which wchar does not see) and its peak
+// RSS so far (VmHWM); reading them needs Linux's /proc.
 // -settle waits after each write workload until no flush or compaction is
 // left and the process has stopped writing, then reports the workload's
 // write amplification twice: the process's wchar over the user bytes (as

@@ -30,7 +30,10 @@ type result struct {
 	FilterSkipsPerOp    float64 `json:"filter_skips_per_op"`
 	FalsePositivesPerOp float64 `json:"false_positives_per_op"`
 	// The process's read and write syscalls and the bytes they moved,
-	// per operation: syscr, rchar, syscw and wchar of /proc/self/io.
+	// per operation: syscr, rchar, syscw and wchar of /proc/self/io. The
+	// write bytes add the WAL bytes stored through a mapping
+	// (Metrics.WALMappedBytes), which wchar does not see; those cost no
+	// syscall.
 	ReadSyscallsPerOp  float64 `json:"read_syscalls_per_op"`
 	ReadBytesPerOp     float64 `json:"read_bytes_per_op"`
 	WriteSyscallsPerOp float64 `json:"write_syscalls_per_op"`
@@ -48,9 +51,10 @@ type settleResult struct {
 	Seconds float64 `json:"seconds"` // the wait for the store to settle
 	// Settled is false if the store was still compacting after settleLimit.
 	Settled bool `json:"settled"`
-	// WriteAmpIO is the process's wchar from the workload's start to the end
-	// of the wait over the user bytes (keys and values) written, as the peers
-	// runner counts it; WriteAmpEngine is the same from the store's metrics:
+	// WriteAmpIO is the process's wchar (plus the WAL bytes stored through
+	// a mapping) from the workload's start to the end of the wait over the
+	// user bytes (keys and values) written, as the peers runner counts it;
+	// WriteAmpEngine is the same from the store's metrics:
 	// WAL, flush and compaction bytes over user bytes.
 	WriteAmpIO     float64 `json:"write_amp_io"`
 	WriteAmpEngine float64 `json:"write_amp_engine"`
@@ -78,7 +82,7 @@ func newResult(name string, ops, found int, write bool, elapsed time.Duration, b
 		ReadSyscallsPerOp:   perOp(io.SyscR),
 		ReadBytesPerOp:      perOp(io.RChar),
 		WriteSyscallsPerOp:  perOp(io.SyscW),
-		WriteBytesPerOp:     perOp(io.WChar),
+		WriteBytesPerOp:     perOp(io.WChar + after.WALMappedBytes - before.WALMappedBytes),
 	}
 }
 

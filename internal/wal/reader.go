@@ -143,6 +143,8 @@ func (r *Reader) TornTail() (offset int64, ok bool) {
 // between COMMITs (see the package doc): such a tail is reported as torn,
 // since the reader cannot tell a crash before the next COMMIT was due from
 // a write cut at a record boundary, but nothing in the file is dropped.
+// It is false too when only zeros follow the last whole record, as in a
+// mapped log that was not closed (see NewMappedWriter).
 // It reports false until Next has returned io.EOF.
 func (r *Reader) CutOff() bool { return r.cut }
 
@@ -170,7 +172,11 @@ func (r *Reader) next() ([]byte, error) {
 		case err != nil:
 			return nil, err
 		case bad != "":
-			return nil, r.damaged(f.off, bad)
+			err := r.damaged(f.off, bad)
+			if err == io.EOF && start >= 0 {
+				r.cut = true // a record cut short, even if only zeros follow
+			}
+			return nil, err
 		}
 		typ := f.typ
 		if r.version == 0 {
@@ -376,10 +382,11 @@ func (r *Reader) damaged(off int64, reason string) error {
 	if r.version == 0 {
 		salt, salted = r.saltField()
 	}
-	var found *claim       // the first sealed COMMIT or END after off that claims a sync past it
-	var chained *claim     // version 0: the same on the chains from later block starts, unsealed
-	sawV2 := false         // version 0: a version 2 fragment follows off
-	var v1Start int64 = -1 // version 0 or 1: the first intact version 1 record start after off
+	var found *claim                               // the first sealed COMMIT or END after off that claims a sync past it
+	var chained *claim                             // version 0: the same on the chains from later block starts, unsealed
+	sawV2 := false                                 // version 0: a version 2 fragment follows off
+	var v1Start int64 = -1                         // version 0 or 1: the first intact version 1 record start after off
+	zeros := isZero(r.block[off-r.blockOff : r.n]) // so far, only zeros from off on
 	for p := int(off-r.blockOff) + 1; ; p = 0 {
 		if salted {
 			found = r.sealedClaim(p, off, salt)
@@ -404,6 +411,7 @@ func (r *Reader) damaged(off int64, reason string) error {
 		if err := r.nextBlock(); err != nil {
 			return err
 		}
+		zeros = zeros && isZero(r.block[:r.n])
 	}
 	if found == nil {
 		found = chained
@@ -415,9 +423,17 @@ func (r *Reader) damaged(off int64, reason string) error {
 	case r.version != 2 && !sawV2 && v1Start >= 0:
 		return base.CorruptionErrorf(r.file, off, "%s, and an intact record starts at offset %d", reason, v1Start)
 	}
-	r.torn, r.cut = true, true
+	// Zeros from off to the end of the file cut nothing from it: they are
+	// what a mapped log (NewMappedWriter) holds past its last group
+	// until it is closed, or pages a power loss never wrote.
+	r.torn, r.cut = true, !zeros
 	return io.EOF
 }
+
+// isZero reports whether b holds only zeros.
+func isZero(b []byte) bool { return bytes.Equal(b, zeroBlock[:len(b)]) }
+
+var zeroBlock [blockSize]byte
 
 // saltField returns the salt field of a damaged LOG fragment, and whether
 // its version field reads 2 (else there is no salt to take). Block 0 must be

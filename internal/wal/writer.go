@@ -267,11 +267,12 @@ var (
 // tail into corruption in the middle of the log.
 type Writer struct {
 	f      vfs.File
-	salt   uint64 // in the LOG fragment; seals the COMMIT and END fragments
-	buf    []byte // the group being framed; reused
-	size   int64  // bytes written to f
-	synced int64  // bytes the last successful Sync made durable
-	err    error  // sticky
+	m      vfs.Mapper // set by NewMappedWriter: groups are stored through f's mapping
+	salt   uint64     // in the LOG fragment; seals the COMMIT and END fragments
+	buf    []byte     // the group being framed; reused
+	size   int64      // bytes written to f
+	synced int64      // bytes the last successful Sync made durable
+	err    error      // sticky
 
 	// The last COMMIT written: the synced offset it recorded (-1 before
 	// any) and the log offset where it ends; and the records written
@@ -287,6 +288,20 @@ func NewWriter(f vfs.File) *Writer {
 	var b [8]byte
 	rand.Read(b[:]) // never fails: the runtime aborts rather than return an error
 	return newWriter(f, binary.LittleEndian.Uint64(b[:]))
+}
+
+// NewMappedWriter returns a Writer like NewWriter's that stores each group
+// through a shared mapping of f when f is a vfs.Mapper (and the file system
+// can allocate ahead of the stores), rather than writing it with write(2):
+// no system call per group, the same bytes in the file, and the same
+// promise, since a stored group is the kernel's as a written one is (a
+// process crash keeps it; Sync makes it durable). Until Close the file ends
+// in zeros allocated past the last group, which a Reader takes for a torn
+// tail that cuts nothing (see Reader.CutOff); Close cuts them off.
+func NewMappedWriter(f vfs.File) *Writer {
+	w := NewWriter(f)
+	w.m, _ = f.(vfs.Mapper)
+	return w
 }
 
 // newWriter returns a Writer that appends to f with the given salt.
@@ -451,10 +466,7 @@ func (w *Writer) sum(b []byte, off int64) {
 
 // write writes b, a whole group, to the file in one call.
 func (w *Writer) write(b []byte) error {
-	n, err := w.f.Write(b)
-	if err == nil && n < len(b) {
-		err = io.ErrShortWrite
-	}
+	err := w.put(b)
 	if cap(b) <= maxRetainedBuf {
 		w.buf = b
 	}
@@ -464,6 +476,22 @@ func (w *Writer) write(b []byte) error {
 	}
 	w.size += int64(len(b))
 	return nil
+}
+
+// put hands b to the file: stored through the mapping, or written.
+func (w *Writer) put(b []byte) error {
+	if w.m != nil {
+		err := w.m.StoreAt(b, w.size)
+		if err == nil || w.size > 0 || !errors.Is(err, vfs.ErrNotMappable) {
+			return err
+		}
+		w.m = nil // nothing stored yet: write the log with write(2)
+	}
+	n, err := w.f.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	return err
 }
 
 func fragmentType(first, last bool) byte {
@@ -482,7 +510,11 @@ func fragmentType(first, last bool) byte {
 // last COMMIT, it first writes a COMMIT for them, so that a synced log ends
 // in a COMMIT: recovery takes a log that ends inside a group for one whose
 // last write was torn, which only the newest log may be.
-func (w *Writer) Sync() error {
+func (w *Writer) Sync() error { return w.sync(false) }
+
+// sync is Sync; with cut set, a mapped log is cut to its end (see Close)
+// before the file is synced, so that one fsync makes both durable.
+func (w *Writer) sync(cut bool) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -490,6 +522,13 @@ func (w *Writer) Sync() error {
 		if err := w.writeCommitted(w.appendCommit(w.buf[:0])); err != nil {
 			return err
 		}
+	}
+	if cut && w.m != nil {
+		if err := w.m.Cut(w.size); err != nil {
+			w.err = fmt.Errorf("wal: cutting the log's allocated tail failed, log unusable: %w", err)
+			return w.err
+		}
+		w.m = nil
 	}
 	if err := w.f.Sync(); err != nil {
 		// After a failed fsync the kernel may have dropped the dirty pages;
@@ -501,6 +540,10 @@ func (w *Writer) Sync() error {
 	return nil
 }
 
+// Mapped reports whether groups are stored through a mapping of the file
+// (see NewMappedWriter) rather than written.
+func (w *Writer) Mapped() bool { return w.m != nil }
+
 // Size returns the log's length: the bytes of every group written
 // successfully, with their headers and padding.
 func (w *Writer) Size() int64 { return w.size }
@@ -509,10 +552,36 @@ func (w *Writer) Size() int64 { return w.size }
 // records durable, or MarkEnd to also mark a clean end. (A log being
 // abandoned, or one written with NoSync, should not pay for an fsync.) Close
 // returns the file's Close error; afterwards every method returns an error.
+//
+// A mapped log is first cut to its end, so that the file holds the log and
+// nothing more. If the log was synced to its end, the cut is synced too:
+// a log that a newer one follows must not end in zeros after a power loss,
+// since only the newest log may end torn. SyncClose does both with one
+// fsync.
 func (w *Writer) Close() error {
 	if w.err == errClosed {
 		return errClosed
 	}
+	var err error
+	if w.m != nil {
+		err = w.m.Cut(w.size)
+		if err == nil && w.synced == w.size {
+			err = w.f.Sync()
+		}
+	}
 	w.err = errClosed
-	return w.f.Close()
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// SyncClose makes every record durable and closes the log, as Sync and
+// then Close do, with a single fsync for a mapped log.
+func (w *Writer) SyncClose() error {
+	if err := w.sync(true); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
 }

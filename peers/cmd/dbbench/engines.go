@@ -37,7 +37,12 @@ type store struct {
 	// the store was opened: by flushes into L0, by compactions below (moves
 	// that rewrite nothing are not counted). nil if the engine does not say.
 	levelWrites func() []int64
-	close       func() error
+	// mappedWrites returns the bytes the store has written through shared
+	// memory mappings since it was opened, which /proc/self/io's wchar
+	// does not count (shale's WAL; see shale.Options.DisableWALMapping);
+	// nil if the engine writes none.
+	mappedWrites func() int64
+	close        func() error
 }
 
 // engines are the stores the runner knows, by name. pebble-filters is the
@@ -88,10 +93,11 @@ func openShale(dir string, filters shale.FilterPolicy) (*store, error) {
 		return w
 	}
 	return &store{
-		put:         db.Put,
-		newReader:   func() (func([]byte) (bool, error), func() error) { return get, func() error { return nil } },
-		levelWrites: levelWrites,
-		close:       db.Close,
+		put:          db.Put,
+		newReader:    func() (func([]byte) (bool, error), func() error) { return get, func() error { return nil } },
+		levelWrites:  levelWrites,
+		mappedWrites: func() int64 { return db.Metrics().WALMappedBytes },
+		close:        db.Close,
 	}, nil
 }
 

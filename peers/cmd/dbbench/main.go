@@ -15,9 +15,12 @@
 //
 // I/O comes from /proc/self/io, so it counts the whole process: syscr and
 // syscw are read and write syscalls, rchar and wchar the bytes they moved
-// (page cache hits included). Write amplification is wchar over the user
-// bytes written (keys plus values), counted from the start of the fill to
-// the end of the settle, the same way for every engine. Peak RSS is VmHWM
+// (page cache hits included). An engine that writes through a shared
+// memory mapping (shale's WAL) moves bytes wchar does not see; the runner
+// adds them, as the engine counts them, to its write bytes. Write
+// amplification is those bytes over the user bytes written (keys plus
+// values), counted from the start of the fill to the end of the settle,
+// the same way for every engine. Peak RSS is VmHWM
 // from /proc/self/status at the end of the workload's process.
 //
 // Usage:

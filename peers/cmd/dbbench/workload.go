@@ -60,6 +60,13 @@ func runChild(engine, workload, dir string, n, reads int) (res result, err error
 		}
 	}()
 	res = result{Engine: engine, Workload: workload}
+	mapped := func() int64 {
+		if s.mappedWrites == nil {
+			return 0
+		}
+		return s.mappedWrites()
+	}
+	mappedBefore := mapped()
 	before, err := procstat.ReadIO()
 	if err != nil {
 		return res, err
@@ -86,6 +93,10 @@ func runChild(engine, workload, dir string, n, reads int) (res result, err error
 		return res, err
 	}
 	res.IO = after.Sub(before)
+	// Bytes stored through a mapping are written as surely as by write(2)
+	// (the kernel has them), but wchar does not see them: count them in.
+	mappedBytes := mapped() - mappedBefore
+	res.IO.WChar += mappedBytes
 	if strings.HasPrefix(workload, "fill") {
 		res.Ops = n
 		settleStart := time.Now()
@@ -94,7 +105,7 @@ func runChild(engine, workload, dir string, n, reads int) (res result, err error
 			return res, err
 		}
 		res.SettleSeconds = time.Since(settleStart).Seconds()
-		res.WriteAmp = float64(settled.WChar-before.WChar) / float64(n*(keySize+valueSize))
+		res.WriteAmp = float64(settled.WChar-before.WChar+mappedBytes) / float64(n*(keySize+valueSize))
 		if s.levelWrites != nil {
 			for _, b := range s.levelWrites() {
 				res.LevelWrites = append(res.LevelWrites, float64(b)/float64(n*(keySize+valueSize)))

@@ -1,0 +1,116 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+
+	"golang.org/x/sys/unix"
+)
+
+// How an operating-system file is mapped for Mapper. Stores go into a
+// window of mapWindow bytes (more if one store needs it) that slides along
+// the file, so that the pages a process keeps mapped, and its resident set,
+// stay within a window whatever the file's size. The file is allocated
+// ahead with fallocate in steps that double with the file, from
+// allocStepMin to allocStepMax: a few calls per file, and a full disk fails
+// fallocate with an error rather than a store with SIGBUS.
+const (
+	mapWindow    = 1 << 20
+	allocStepMin = 1 << 20
+	allocStepMax = 16 << 20
+)
+
+// mapping is an operating-system file's state as a Mapper.
+type mapping struct {
+	data      []byte // the mapped window; nil if none
+	off       int64  // the file offset of data[0], a multiple of the page size
+	allocated int64  // the file's length as fallocate left it
+}
+
+// StoreAt implements Mapper. Durability needs only Sync (fsync): on Linux a
+// page written through a shared mapping is marked dirty in the page cache
+// when first written, so fsync writes it back as it does one written with
+// write(2).
+func (f osFile) StoreAt(p []byte, off int64) error {
+	m := f.m
+	end := off + int64(len(p))
+	if m.data == nil || off < m.off || end > m.off+int64(len(m.data)) {
+		if err := f.remap(off, end); err != nil {
+			return err
+		}
+	}
+	return storeGuarded(m.data[off-m.off:end-m.off], p, f.Name())
+}
+
+// remap maps the window that starts at the page holding off and reaches at
+// least end, allocating the file that far first.
+func (f osFile) remap(off, end int64) error {
+	m := f.m
+	if err := m.unmap(); err != nil {
+		return &os.PathError{Op: "munmap", Path: f.Name(), Err: err}
+	}
+	page := int64(os.Getpagesize())
+	start := off / page * page
+	size := max(mapWindow, (end-start+page-1)/page*page)
+	if start+size > m.allocated {
+		step := min(max(m.allocated, allocStepMin), allocStepMax)
+		alloc := (start + size + step - 1) / step * step
+		if err := unix.Fallocate(int(f.Fd()), 0, 0, alloc); err != nil {
+			if m.allocated == 0 && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS)) {
+				return fmt.Errorf("%s: %w: %v", f.Name(), ErrNotMappable, err)
+			}
+			return &os.PathError{Op: "fallocate", Path: f.Name(), Err: err}
+		}
+		m.allocated = alloc
+	}
+	data, err := unix.Mmap(int(f.Fd()), start, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return &os.PathError{Op: "mmap", Path: f.Name(), Err: err}
+	}
+	m.data, m.off = data, start
+	return nil
+}
+
+// storeGuarded copies src into dst, a mapped window of the file name, and
+// returns an error instead of crashing the process if the copy faults: a
+// page the file system could not back (a copy-on-write file system out of
+// space despite fallocate, an I/O error, the file cut short by another
+// process) raises SIGBUS, which the runtime turns into a panic on this
+// goroutine only while SetPanicOnFault is set.
+func storeGuarded(dst, src []byte, name string) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+				panic(r)
+			}
+			err = fmt.Errorf("vfs: %s: storing through a mapping faulted: %v", name, r)
+		}
+	}()
+	copy(dst, src)
+	return nil
+}
+
+// Cut implements Mapper.
+func (f osFile) Cut(size int64) error {
+	if err := f.m.unmap(); err != nil {
+		return &os.PathError{Op: "munmap", Path: f.Name(), Err: err}
+	}
+	if err := f.File.Truncate(size); err != nil {
+		return err
+	}
+	f.m.allocated = size
+	return nil
+}
+
+// unmap drops the window, if any.
+func (m *mapping) unmap() error {
+	if m == nil || m.data == nil {
+		return nil
+	}
+	err := unix.Munmap(m.data)
+	m.data = nil
+	return err
+}
