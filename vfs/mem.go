@@ -35,9 +35,14 @@ type memNode struct {
 	mu   sync.Mutex
 	data []byte
 	// synced is how much of data the last Sync made durable. Files are only
-	// appended to, so data[:synced] is what a crash would keep.
-	synced  int
-	modTime time.Time
+	// appended to, so data[:synced] is what a crash would keep. syncedLen
+	// is the file's length as of that Sync, which a crash keeps too (with
+	// zeros where no durable byte is): more than synced for a mapped file,
+	// whose allocated zeros are durable but not the stores made into them
+	// since, and more than len(data) after a Cut that no Sync followed.
+	synced    int
+	syncedLen int
+	modTime   time.Time
 	// mapped is set by the file's first StoreAt; end is then where the
 	// stores end, and data past it is the zeros allocated ahead of them.
 	mapped bool
@@ -322,8 +327,8 @@ func (m *MemFS) CrashCloneWith(o CrashOptions) *MemFS {
 	for _, name := range names {
 		n := m.durable[name]
 		n.mu.Lock()
-		data := crashData(n.data, n.synced, o.Mode, rng)
-		cn := &memNode{data: data, synced: len(data), modTime: n.modTime}
+		data := crashData(n.data, n.synced, n.syncedLen, o.Mode, rng)
+		cn := &memNode{data: data, synced: len(data), syncedLen: len(data), modTime: n.modTime}
 		n.mu.Unlock()
 		c.files[name] = cn
 		c.durable[name] = cn
@@ -332,8 +337,18 @@ func (m *MemFS) CrashCloneWith(o CrashOptions) *MemFS {
 }
 
 // crashData returns a fresh copy of what a crash under mode keeps of a file
-// holding data, of which the first synced bytes were synced.
-func crashData(data []byte, synced int, mode CrashMode, rng *rand.Rand) []byte {
+// holding data, of which the first synced bytes were synced, and whose length
+// was syncedLen at that Sync: a shorter result is padded with zeros to it.
+func crashData(data []byte, synced, syncedLen int, mode CrashMode, rng *rand.Rand) []byte {
+	out := crashBytes(data, synced, mode, rng)
+	if len(out) < syncedLen {
+		out = append(out, make([]byte, syncedLen-len(out))...)
+	}
+	return out
+}
+
+// crashBytes is crashData's choice among the bytes of data.
+func crashBytes(data []byte, synced int, mode CrashMode, rng *rand.Rand) []byte {
 	unsynced := len(data) - synced
 	switch {
 	case unsynced == 0 || mode == CrashSynced:
@@ -439,7 +454,7 @@ func (f *memFile) Cut(size int64) error {
 	if int(size) < len(n.data) {
 		n.data = n.data[:size]
 	}
-	n.synced = min(n.synced, len(n.data))
+	n.synced = min(n.synced, len(n.data)) // syncedLen stays until a Sync
 	n.end = len(n.data)
 	return nil
 }
@@ -469,10 +484,8 @@ func (f *memFile) Sync() error {
 	}
 	f.node.mu.Lock()
 	defer f.node.mu.Unlock()
-	f.node.synced = len(f.node.data)
+	f.node.synced, f.node.syncedLen = len(f.node.data), len(f.node.data)
 	if f.node.mapped {
-		// The zeros allocated past the stores may or may not survive a
-		// crash, as a file's length set by fallocate may not.
 		f.node.synced = f.node.end
 	}
 	return nil

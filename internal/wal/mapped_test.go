@@ -1,0 +1,250 @@
+package wal
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/shale-db/shale/vfs"
+)
+
+// writeSample writes the same records to w every time: single records,
+// groups, groups that a Sync follows, a record spanning blocks.
+func writeSample(t *testing.T, w *Writer) {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := w.WriteRecord([]byte("one"))
+	must(err)
+	must(w.WriteGroup([][]byte{[]byte("two"), bytes.Repeat([]byte("3"), 70000)}, false))
+	must(w.Sync())
+	for i := range 200 {
+		must(w.WriteGroup([][]byte{bytes.Repeat([]byte{byte(i)}, 100+i)}, i%50 == 49))
+		if i%50 == 49 {
+			must(w.Sync())
+		}
+	}
+	must(w.WriteGroup([][]byte{[]byte("last")}, false))
+}
+
+func fileBytes(t *testing.T, fs vfs.FS, name string) []byte {
+	t.Helper()
+	f, err := fs.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	size, _ := f.Size()
+	b := make([]byte, size)
+	if _, err := f.ReadAt(b, 0); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// readLog reads the log in b and returns its records and the reader.
+func readLog(t *testing.T, b []byte) ([]string, *Reader) {
+	t.Helper()
+	r := NewReader(bytes.NewReader(b), "log")
+	var recs []string
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			return recs, r
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, string(rec))
+	}
+}
+
+// TestMappedWriter: a mapped log holds the write path's bytes followed by
+// zeros while open, reads whole with a torn tail that cuts nothing, and is
+// byte-identical once closed.
+func TestMappedWriter(t *testing.T) {
+	const salt = 0x5eed
+	mem := vfs.NewMem()
+	wf, _ := mem.Create("written")
+	written := newWriter(wf, salt)
+	writeSample(t, written)
+	mf, _ := mem.Create("mapped")
+	mapped := newWriter(mf, salt)
+	mapped.m = mf.(vfs.Mapper)
+	writeSample(t, mapped)
+	if !mapped.Mapped() || written.Mapped() {
+		t.Fatalf("Mapped: %v for the mapped log, %v for the written one", mapped.Mapped(), written.Mapped())
+	}
+
+	want := fileBytes(t, mem, "written")
+	got := fileBytes(t, mem, "mapped")
+	if len(got) <= len(want) || !bytes.Equal(got[:len(want)], want) || !isZero(got[len(want):]) {
+		t.Fatalf("the open mapped log (%d bytes) is not the written log (%d bytes) followed by zeros", len(got), len(want))
+	}
+	wantRecs, _ := readLog(t, want)
+	recs, r := readLog(t, got)
+	if len(recs) != len(wantRecs) || len(recs) != 204 {
+		t.Fatalf("read %d records from the open mapped log, %d from the written one, want 204", len(recs), len(wantRecs))
+	}
+	if _, torn := r.TornTail(); !torn || r.CutOff() {
+		t.Fatalf("open mapped log: torn tail %v, CutOff %v; want a torn tail that cuts nothing", torn, r.CutOff())
+	}
+
+	if err := mapped.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := fileBytes(t, mem, "mapped"); !bytes.Equal(got, want) {
+		t.Fatalf("the closed mapped log (%d bytes) differs from the written one (%d bytes)", len(got), len(want))
+	}
+}
+
+// TestMappedWriterTornRecord: a record cut short before the zeros is cut
+// off, even though only zeros follow.
+func TestMappedWriterTornRecord(t *testing.T) {
+	mem := vfs.NewMem()
+	f, _ := mem.Create("log")
+	w := NewMappedWriter(f)
+	if _, err := w.WriteRecord(bytes.Repeat([]byte("x"), 40000)); err != nil { // two fragments
+		t.Fatal(err)
+	}
+	b := fileBytes(t, mem, "log")
+	clear(b[blockSize : blockSize+100]) // the second fragment never reached the disk
+	recs, r := readLog(t, b)
+	if len(recs) != 0 || !r.CutOff() {
+		t.Fatalf("read %d records, CutOff %v: want none and a cut", len(recs), r.CutOff())
+	}
+}
+
+// TestMappedWriterFallback: a file system that cannot map the file gets the
+// write path from the first group on.
+func TestMappedWriterFallback(t *testing.T) {
+	mem := vfs.NewMem()
+	efs := vfs.NewErrorFS(plainFS{mem})
+	f, _ := efs.Create("log")
+	w := NewMappedWriter(f)
+	if !w.Mapped() {
+		t.Fatal("an ErrorFS file is a Mapper: the writer should try to map it")
+	}
+	if _, err := w.WriteRecord([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if w.Mapped() {
+		t.Fatal("the writer still maps a file that cannot be mapped")
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if recs, _ := readLog(t, fileBytes(t, mem, "log")); len(recs) != 1 {
+		t.Fatalf("read %d records, want 1", len(recs))
+	}
+}
+
+// plainFS hands out files that are not Mappers.
+type plainFS struct{ vfs.FS }
+
+type plainFile struct{ vfs.File }
+
+func (p plainFS) Create(name string) (vfs.File, error) {
+	f, err := p.FS.Create(name)
+	return plainFile{f}, err
+}
+
+// TestMappedWriterCloseSyncsCut: closing a log synced to its end syncs the
+// cut, so that a power loss cannot leave zeros after it (only the newest log
+// may end torn); SyncClose does the sync and the cut with one fsync; an
+// unsynced log's Close pays for no fsync.
+func TestMappedWriterCloseSyncsCut(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		end       func(w *Writer) error
+		wantOps   []vfs.Op
+		wantWhole bool // the crash clone holds the whole log, cut
+	}{
+		{"Sync then Close", func(w *Writer) error {
+			if err := w.Sync(); err != nil {
+				return err
+			}
+			return w.Close()
+		}, []vfs.Op{vfs.OpWrite, vfs.OpSync, vfs.OpTruncate, vfs.OpSync, vfs.OpClose}, true},
+		{"SyncClose", (*Writer).SyncClose, []vfs.Op{vfs.OpWrite, vfs.OpTruncate, vfs.OpSync, vfs.OpClose}, true},
+		{"Close unsynced", (*Writer).Close, []vfs.Op{vfs.OpTruncate, vfs.OpClose}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			efs := vfs.NewErrorFS(mem)
+			f, _ := efs.Create("log")
+			mem.SyncDir(".")
+			w := NewMappedWriter(f)
+			// The second record has no COMMIT of its own: Sync writes one.
+			for _, rec := range []string{"first", "second"} {
+				if _, err := w.WriteRecord([]byte(rec)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var ops []vfs.Op
+			efs.SetInjector(func(op vfs.Op, _ string) error { ops = append(ops, op); return nil })
+			if err := tc.end(w); err != nil {
+				t.Fatal(err)
+			}
+			if !equalOps(ops, tc.wantOps) {
+				t.Fatalf("ops %v, want %v", ops, tc.wantOps)
+			}
+			got := fileBytes(t, mem.CrashClone(), "log")
+			if tc.wantWhole != (int64(len(got)) == w.Size()) {
+				t.Fatalf("after a power loss the log is %d bytes, the writer wrote %d", len(got), w.Size())
+			}
+			if size, _ := f.Size(); size != w.Size() {
+				t.Fatalf("closed log: %d bytes, want %d", size, w.Size())
+			}
+		})
+	}
+}
+
+func equalOps(a, b []vfs.Op) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestMappedWriterStoreError: a store that fails makes the log unusable,
+// as a failed write does, and Close still cuts the file at the last whole
+// group.
+func TestMappedWriterStoreError(t *testing.T) {
+	mem := vfs.NewMem()
+	efs := vfs.NewErrorFS(mem)
+	f, _ := efs.Create("log")
+	w := NewMappedWriter(f)
+	if _, err := w.WriteRecord([]byte("kept")); err != nil {
+		t.Fatal(err)
+	}
+	efs.SetInjector(func(op vfs.Op, _ string) error {
+		if op == vfs.OpWrite {
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	if _, err := w.WriteRecord([]byte("lost")); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("WriteRecord: %v", err)
+	}
+	efs.SetInjector(nil)
+	if _, err := w.WriteRecord([]byte("after")); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("WriteRecord after a failed store: %v, want the sticky error", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if recs, r := readLog(t, fileBytes(t, mem, "log")); len(recs) != 1 || r.CutOff() {
+		t.Fatalf("read %v, CutOff %v; want the one record before the failure", recs, r.CutOff())
+	}
+}
