@@ -182,7 +182,7 @@ type memTable struct {
 // newMemTable returns an empty memtable for WAL logNum, with the DB's
 // reference.
 func (db *DB) newMemTable(logNum uint64) *memTable {
-	m := &memTable{MemTable: memtable.New(), logNum: logNum, db: db}
+	m := &memTable{MemTable: memtable.NewFiltered(db.opts.MemTableSize), logNum: logNum, db: db}
 	m.refs.Store(1)
 	return m
 }

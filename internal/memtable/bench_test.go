@@ -45,7 +45,8 @@ func BenchmarkAdd(b *testing.B) {
 // values, and the keys.
 func benchMemTable(b *testing.B, n int) (*MemTable, [][]byte) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	m := newMem(b)
+	m := NewFiltered(n * 212) // Size of n such entries
+	b.Cleanup(m.Free)
 	keys := make([][]byte, n)
 	value := make([]byte, 100)
 	for i := range keys {
@@ -55,20 +56,32 @@ func benchMemTable(b *testing.B, n int) (*MemTable, [][]byte) {
 	return m, keys
 }
 
-// BenchmarkGet looks up keys in a memtable of 100k entries: keys it holds,
-// and keys it does not (each one byte off a present key).
+// BenchmarkGet looks up keys in a memtable of 100k entries, with and
+// without a key filter (NewFiltered, sized as a DB sizes it for a memtable
+// of that many entries): keys it holds, and keys it does not (each one byte
+// off a present key).
 func BenchmarkGet(b *testing.B) {
 	const n = 100_000
-	m, keys := benchMemTable(b, n)
+	filtered, keys := benchMemTable(b, n)
+	plain := New()
+	defer plain.Free()
+	for i, k := range keys {
+		plain.Add(base.SeqNum(i+1), base.KindSet, k, make([]byte, 100))
+	}
 	absent := make([][]byte, n)
 	for i, k := range keys {
 		absent[i] = append(k[:15:15], k[15]^1)
 	}
 	for _, c := range []struct {
 		name string
+		m    *MemTable
 		keys [][]byte
 		want bool
-	}{{"present", keys, true}, {"absent", absent, false}} {
+	}{
+		{"present", filtered, keys, true}, {"absent", filtered, absent, false},
+		{"present/nofilter", plain, keys, true}, {"absent/nofilter", plain, absent, false},
+	} {
+		m := c.m
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
