@@ -335,7 +335,7 @@ func (db *DB) get(key []byte, seq base.SeqNum, trace *LookupTrace) ([]byte, erro
 	for i, m := range rs.memtables {
 		val, kind, ok := m.Get(key, seq)
 		if trace != nil {
-			trace.memtable(i, ok, kind)
+			trace.memtable(i, ok, kind, !m.MayContain(key))
 		}
 		if ok {
 			return foundValue(val, kind)

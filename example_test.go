@@ -162,7 +162,7 @@ func ExampleDB_TraceGet() {
 	fmt.Printf("disk reads %d, filter checks %d, filter skips %d\n",
 		after.DiskReads-before.DiskReads, after.FilterChecks-before.FilterChecks, after.FilterSkips-before.FilterSkips)
 	// Output:
-	// level -1: miss
+	// level -1: miss: its key filter says never written here
 	// level 0: filter: definitely not; skipped, no I/O
 	// disk reads 0, filter checks 1, filter skips 1
 }

@@ -72,12 +72,17 @@ func (db *DB) traceGet(key []byte, seq base.SeqNum) (*LookupTrace, error) {
 	return t, nil
 }
 
-func (t *LookupTrace) memtable(i int, ok bool, kind base.Kind) {
+// memtable records the lookup in memtable i (0 the mutable one); filtered
+// says its key filter ruled the key out, so no search was made.
+func (t *LookupTrace) memtable(i int, ok bool, kind base.Kind, filtered bool) {
 	src := "memtable"
 	if i > 0 {
 		src = fmt.Sprintf("immutable memtable %d", i)
 	}
 	s := TraceStep{Source: src, Level: -1, Outcome: "miss"}
+	if filtered {
+		s.Outcome = "miss: its key filter says never written here"
+	}
 	if ok {
 		s.Outcome = found(kind)
 		t.Result = s.Outcome + " in " + src

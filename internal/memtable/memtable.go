@@ -343,7 +343,7 @@ func (m *MemTable) findLast() *node {
 func (m *MemTable) Get(ukey []byte, seq base.SeqNum) (value []byte, kind base.Kind, ok bool) {
 	cover := m.RangeDels().CoverSeq(ukey, seq)
 	var n *node
-	if m.keys == nil || m.keys.MayContain(ukey) {
+	if m.MayContain(ukey) {
 		_, n = m.find(ukey, base.MakeTrailer(min(seq, base.MaxSeqNum), base.KindMax), nil)
 	}
 	if n != nil && bytes.Equal(n.key(), ukey) && base.SeqNum(n.trailer>>8) > cover {
@@ -354,6 +354,11 @@ func (m *MemTable) Get(ukey []byte, seq base.SeqNum) (value []byte, kind base.Ki
 	}
 	return nil, 0, false
 }
+
+// MayContain reports false if ukey was never added (as a point entry: range
+// tombstones are not in the filter), as the memtable's key filter tells
+// without a search; always true without a filter (New).
+func (m *MemTable) MayContain(ukey []byte) bool { return m.keys == nil || m.keys.MayContain(ukey) }
 
 // Len returns the number of entries, range tombstones included.
 func (m *MemTable) Len() int { return int(m.count.Load()) }
