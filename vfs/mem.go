@@ -42,6 +42,10 @@ type memNode struct {
 	// stores end, and data past it is the zeros allocated ahead of them.
 	mapped bool
 	end    int
+	// cutFrom is the file's length before a Cut that no Sync has made
+	// durable yet, else 0: a crash may undo the Cut, and the zeros it
+	// removed are then unsynced bytes (see CrashCloneWith).
+	cutFrom int
 }
 
 // memAllocStep is the step in which MemFS allocates a mapped file ahead of
@@ -322,7 +326,12 @@ func (m *MemFS) CrashCloneWith(o CrashOptions) *MemFS {
 	for _, name := range names {
 		n := m.durable[name]
 		n.mu.Lock()
-		data := crashData(n.data, n.synced, o.Mode, rng)
+		data := n.data
+		if n.cutFrom > len(data) {
+			// The Cut is undone: the allocated zeros are back, unsynced.
+			data = append(data[:len(data):len(data)], make([]byte, n.cutFrom-len(data))...)
+		}
+		data = crashData(data, n.synced, o.Mode, rng)
 		cn := &memNode{data: data, synced: len(data), modTime: n.modTime}
 		n.mu.Unlock()
 		c.files[name] = cn
@@ -428,7 +437,9 @@ func (f *memFile) StoreAt(p []byte, off int64) error {
 	return nil
 }
 
-// Cut implements Mapper.
+// Cut implements Mapper. Until the next Sync a crash may undo it: the
+// zeros it removed are then unsynced bytes, which CrashPages and CrashTorn
+// may keep, as the length a truncate left is not durable before fsync.
 func (f *memFile) Cut(size int64) error {
 	if f.closed {
 		return errClosed
@@ -437,6 +448,7 @@ func (f *memFile) Cut(size int64) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if int(size) < len(n.data) {
+		n.cutFrom = max(n.cutFrom, len(n.data))
 		n.data = n.data[:size]
 	}
 	n.synced = min(n.synced, len(n.data))
@@ -470,6 +482,7 @@ func (f *memFile) Sync() error {
 	f.node.mu.Lock()
 	defer f.node.mu.Unlock()
 	f.node.synced = len(f.node.data)
+	f.node.cutFrom = 0
 	if f.node.mapped {
 		// The zeros allocated past the stores may or may not survive a
 		// crash, as a file's length set by fallocate may not.

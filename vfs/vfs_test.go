@@ -361,3 +361,55 @@ func TestIndexInjector(t *testing.T) {
 		}
 	}
 }
+
+// TestMemFSCutUndone: a MemFS Cut of a mapped file is not durable until the
+// next Sync, as a truncate is not before fsync: a crash may bring back (some
+// of) the zeros it removed, as unsynced bytes, and never after the Sync.
+func TestMemFSCutUndone(t *testing.T) {
+	fs := NewMem()
+	if err := fs.MkdirAll("d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fs.Create("d/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	data := bytes.Repeat([]byte{7}, 100)
+	if err := f.(Mapper).StoreAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(f.Sync(), fs.SyncDir("d"), f.(Mapper).Cut(100)); err != nil {
+		t.Fatal(err)
+	}
+	// lengths returns the lengths that crashes under mode leave, checking
+	// that each holds data and then only zeros.
+	lengths := func(mode CrashMode) map[int]bool {
+		t.Helper()
+		seen := map[int]bool{}
+		for seed := range uint64(50) {
+			got := readAll(t, fs.CrashCloneWith(CrashOptions{Mode: mode, Seed: seed}), "d/f")
+			if len(got) < 100 || !bytes.Equal(got[:100], data) || len(bytes.Trim(got[100:], "\x00")) > 0 {
+				t.Fatalf("mode %d, seed %d: a crash left %d bytes, want the 100 stored and then only zeros", mode, seed, len(got))
+			}
+			seen[len(got)] = true
+		}
+		return seen
+	}
+	if got := lengths(CrashSynced); len(got) != 1 || !got[100] {
+		t.Fatalf("CrashSynced after an unsynced Cut left lengths %v, want only the 100 synced bytes", got)
+	}
+	for _, mode := range []CrashMode{CrashTorn, CrashPages} {
+		if got := lengths(mode); len(got) < 2 {
+			t.Fatalf("mode %d after an unsynced Cut left lengths %v, want some crashes to undo the Cut", mode, got)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []CrashMode{CrashSynced, CrashTorn, CrashPages} {
+		if got := lengths(mode); len(got) != 1 || !got[100] {
+			t.Fatalf("mode %d after the Cut was synced left lengths %v, want 100 bytes", mode, got)
+		}
+	}
+}
