@@ -19,13 +19,26 @@ import (
 
 var long = flag.Bool("long", false, "run the long crash, fault and metamorphic campaigns")
 
+// walMode is how a campaign's store writes its WAL: groups stored through a
+// shared mapping of the file (the default), or written with write(2)
+// (Options.DisableWALMapping). The two leave different bytes to a crash
+// (a mapped WAL ends in allocated zeros until it is closed) and issue
+// different operations (a mapped WAL's Close cuts the file).
+type walMode struct {
+	name  string
+	write bool // Options.DisableWALMapping
+}
+
+var walModes = []walMode{{"mapped", false}, {"write", true}}
+
 // campaignOptions make a small store in which data moves through every
 // layer within a few hundred writes: tiny memtables, blocks and files, and
 // compactions that start early.
-func campaignOptions(fs vfs.FS, noSync bool) *Options {
+func campaignOptions(fs vfs.FS, noSync bool, wal walMode) *Options {
 	return &Options{
 		FS:                    fs,
 		NoSync:                noSync,
+		DisableWALMapping:     wal.write,
 		MemTableSize:          8 << 10,
 		BlockSize:             512,
 		BlockCacheSize:        32 << 10,
@@ -91,7 +104,7 @@ func (f *failures) report(t *testing.T, tried string) {
 // mutates reports whether an operation can change what a crash leaves.
 func mutates(op vfs.Op) bool {
 	switch op {
-	case vfs.OpCreate, vfs.OpWrite, vfs.OpSync, vfs.OpSyncDir, vfs.OpRename, vfs.OpRemove:
+	case vfs.OpCreate, vfs.OpWrite, vfs.OpSync, vfs.OpSyncDir, vfs.OpRename, vfs.OpRemove, vfs.OpTruncate:
 		return true
 	}
 	return false
@@ -104,33 +117,40 @@ var crashModels = []struct {
 }{{"synced", vfs.CrashSynced}, {"pages", vfs.CrashPages}, {"torn", vfs.CrashTorn}}
 
 // TestCrashCampaign simulates a power loss before every file-system
-// operation that can change what a crash leaves (create, write, sync,
-// directory sync, rename, remove) of a mixed workload (puts, deletes,
-// batches, groups of concurrent batches that commit together, flushes,
-// compactions, snapshots, reopens), in synced and NoSync modes, under each
-// crash model (exactly the synced bytes; a random subset of the unsynced
-// pages; a torn prefix of them). Each crashed store must
-// open and hold, synced, every acknowledged write and no partial batch, or,
-// NoSync, a prefix of the acknowledged history. At some crash points (all
-// with -long) the store is crashed again before every mutating operation of
-// its recovery, and each of those must recover to the same data. The short
-// run tries every 2nd crash point of one seed and nests a second crash in
-// every 25th store checked; -long tries every point of 2 longer workloads.
+// operation that can change what a crash leaves (create, write or mapped
+// store, sync, directory sync, rename, remove, truncate) of a mixed workload
+// (puts, deletes, batches, groups of concurrent batches that commit
+// together, flushes, compactions, snapshots, reopens), in synced and NoSync
+// modes, with the WAL mapped and written (walModes), under each crash model
+// (exactly the synced bytes; a random subset of the unsynced pages; a torn
+// prefix of them). Each crashed store must open and hold, synced, every
+// acknowledged write and no partial batch, or, NoSync, a prefix of the
+// acknowledged history. At some crash points (all with -long) the store is
+// crashed again before every mutating operation of its recovery, and each of
+// those must recover to the same data. The short run tries every 4th crash
+// point of one seed in each WAL mode (the points between them in the other
+// mode) and nests a second crash in every 25th store checked; -long tries
+// every point of 2 longer workloads in both modes.
 func TestCrashCampaign(t *testing.T) {
-	seeds, steps, every, nestedEvery := []uint64{1}, 250, 2, 25
+	seeds, steps, every, nestedEvery := []uint64{1}, 250, 4, 25
 	if *long {
 		seeds, steps, every, nestedEvery = []uint64{1, 2}, 500, 1, 1
 	}
 	for _, noSync := range []bool{false, true} {
 		for _, seed := range seeds {
-			t.Run(fmt.Sprintf("nosync=%v/seed=%d", noSync, seed), func(t *testing.T) {
-				crashCampaign(t, seed, steps, every, nestedEvery, noSync)
-			})
+			for i, wal := range walModes {
+				offset := i * every / len(walModes) // 0 with -long
+				t.Run(fmt.Sprintf("nosync=%v/seed=%d/wal=%s", noSync, seed, wal.name), func(t *testing.T) {
+					crashCampaign(t, seed, steps, every, offset, nestedEvery, noSync, wal)
+				})
+			}
 		}
 	}
 }
 
-func crashCampaign(t *testing.T, seed uint64, steps, every, nestedEvery int, noSync bool) {
+// crashCampaign runs the workload of seed and crashes it before every
+// every-th mutating operation, starting with the offset-th.
+func crashCampaign(t *testing.T, seed uint64, steps, every, offset, nestedEvery int, noSync bool, wal walMode) {
 	mem := vfs.NewMem()
 	efs := vfs.NewErrorFS(mem)
 	h := newHistory()
@@ -138,6 +158,7 @@ func crashCampaign(t *testing.T, seed uint64, steps, every, nestedEvery int, noS
 	var (
 		mu                       sync.Mutex // serializes crash points
 		points, checked, nestedN int
+		walWrites, cuts          int // crash points before a WAL write (or store) and before a truncate
 	)
 	crashAt := func(op vfs.Op, path string) error {
 		if !mutates(op) {
@@ -147,23 +168,29 @@ func crashCampaign(t *testing.T, seed uint64, steps, every, nestedEvery int, noS
 		defer mu.Unlock()
 		p := points
 		points++
-		if p%every != 0 {
+		switch {
+		case op == vfs.OpWrite && strings.HasSuffix(path, ".log"):
+			walWrites++
+		case op == vfs.OpTruncate:
+			cuts++
+		}
+		if p%every != offset {
 			return nil
 		}
 		for i, model := range crashModels {
 			before := h.mark()
 			c := mem.CrashCloneWith(vfs.CrashOptions{Mode: model.mode, Seed: seed<<32 | uint64(p)})
 			m := crashMark{lo: before.lo, hi: h.mark().hi}
-			where := fmt.Sprintf("crash point %d (before %v %s), model %s", p, op, path, model.name)
+			where := fmt.Sprintf("WAL %s, crash point %d (before %v %s), model %s", wal.name, p, op, path, model.name)
 			checked++
 			nest := (p/every+i)%nestedEvery == 0
-			nestedN += checkCrash(c, h, m, noSync, nest, fails, where)
+			nestedN += checkCrash(c, h, m, noSync, wal, nest, fails, where)
 		}
 		return nil
 	}
 	efs.SetInjector(crashAt)
 
-	r := &runner{open: func() (*DB, error) { return Open("db", campaignOptions(efs, noSync)) }, rec: h}
+	r := &runner{open: func() (*DB, error) { return Open("db", campaignOptions(efs, noSync, wal)) }, rec: h}
 	var err error
 	withTimeout(t, 20*time.Minute, "the workload", func() { err = runWorkload(r, genWorkload(seed, steps)) })
 	if err != nil {
@@ -173,10 +200,10 @@ func crashCampaign(t *testing.T, seed uint64, steps, every, nestedEvery int, noS
 	for _, model := range crashModels {
 		c := mem.CrashCloneWith(vfs.CrashOptions{Mode: model.mode, Seed: seed})
 		checked++
-		checkCrash(c, h, h.mark(), noSync, false, fails, "after Close, model "+model.name)
+		checkCrash(c, h, h.mark(), noSync, wal, false, fails, "WAL "+wal.name+", after Close, model "+model.name)
 	}
-	fails.report(t, fmt.Sprintf("%d writing steps acknowledged; %d crash points, %d crashed stores checked, %d second crashes during recovery",
-		h.mark().lo, points, checked, nestedN))
+	fails.report(t, fmt.Sprintf("WAL %s: %d writing steps acknowledged; %d crash points (%d before a WAL write or store, %d before a truncate), %d crashed stores checked, %d second crashes during recovery",
+		wal.name, h.mark().lo, points, walWrites, cuts, checked, nestedN))
 }
 
 // runWorkload opens the store and runs steps; any error fails it.
@@ -199,7 +226,7 @@ func runWorkload(r *runner, steps []step) error {
 // mutating operation of that recovery (Open, the scan and Close), under each
 // crash model in turn, and checks that each of those stores recovers to the
 // same state. It returns the number of second crashes tried.
-func checkCrash(c *vfs.MemFS, h *history, m crashMark, noSync, nest bool, fails *failures, where string) int {
+func checkCrash(c *vfs.MemFS, h *history, m crashMark, noSync bool, wal walMode, nest bool, fails *failures, where string) int {
 	var (
 		mu     sync.Mutex // the recovered DB's background work also crashes
 		nested []*vfs.MemFS
@@ -218,7 +245,7 @@ func checkCrash(c *vfs.MemFS, h *history, m crashMark, noSync, nest bool, fails 
 		})
 		fs = efs
 	}
-	fp, err := recoverState(fs, noSync)
+	fp, err := recoverState(fs, noSync, wal)
 	if err != nil {
 		fails.add(err.Error(), where)
 		return 0
@@ -228,7 +255,7 @@ func checkCrash(c *vfs.MemFS, h *history, m crashMark, noSync, nest bool, fails 
 		return 0
 	}
 	for i, n := range nested {
-		nfp, err := recoverState(n, noSync)
+		nfp, err := recoverState(n, noSync, wal)
 		switch {
 		case err != nil:
 			fails.add("after a second crash during recovery: "+err.Error(), fmt.Sprintf("%s, second crash %d", where, i))
@@ -241,8 +268,8 @@ func checkCrash(c *vfs.MemFS, h *history, m crashMark, noSync, nest bool, fails 
 
 // recoverState opens the store on fs, reads it whole, closes it, and
 // returns its state's fingerprint.
-func recoverState(fs vfs.FS, noSync bool) (uint64, error) {
-	db, err := Open("db", campaignOptions(fs, noSync))
+func recoverState(fs vfs.FS, noSync bool, wal walMode) (uint64, error) {
+	db, err := Open("db", campaignOptions(fs, noSync, wal))
 	if err != nil {
 		return 0, err
 	}
@@ -361,42 +388,49 @@ var faultVariants = []struct {
 // TestFaultCampaign fails one file-system operation, chosen by its index in
 // the run, of a workload of puts, deletes, batches, flushes, compactions,
 // snapshots and reopens, once or from then on, with a plain I/O error or
-// ENOSPC: every index of a 250-step workload with -long, every 7th of an
-// 80-step one otherwise. Every error a call returns must be the injected
-// one; nothing may panic or hang; and once the store is reopened on a
-// healthy file system, as the run left it and after a power loss, every
+// ENOSPC, with the WAL mapped and written (walModes): every index of a
+// 250-step workload in each mode with -long; otherwise every 14th of an
+// 80-step one in each mode, the mapped runs from index 0 and the written
+// ones from index 7. Every error a call returns must be the injected one;
+// nothing may panic or hang; and once the store is reopened on a healthy
+// file system, as the run left it and after a power loss, every
 // acknowledged write must be there and every other value must come from a
 // write that failed.
 func TestFaultCampaign(t *testing.T) {
-	seed, steps, every := uint64(7), 80, 7
+	seed, steps, every := uint64(7), 80, 14
 	if *long {
 		steps, every = 250, 1
 	}
-	// A run without errors counts the operations; runs with errors may do
-	// fewer (a failed store stops) or, with background work, a few more.
-	probe := &vfs.IndexInjector{Index: math.MaxInt64} // counts, never fails
-	withTimeout(t, time.Minute, "the fault-free run", func() {
-		if problem := faultRun(seed, steps, probe); problem != "" {
-			t.Errorf("without faults: %s", problem)
-		}
-	})
-	n := int(probe.Count())
-	for _, v := range faultVariants {
-		t.Run(v.name, func(t *testing.T) {
-			fails := newFailures()
-			fired := 0
-			for i := 0; i < n; i += every {
-				ii := &vfs.IndexInjector{Index: int64(i), Err: v.err, Persistent: v.persistent}
-				withTimeout(t, time.Minute, fmt.Sprintf("the run failing operation %d", i), func() {
-					if problem := faultRun(seed, steps, ii); problem != "" {
-						fails.add(problem, fmt.Sprintf("operation %d", i))
-					}
-				})
-				if ii.Fired() {
-					fired++
+	for mode, wal := range walModes {
+		t.Run("wal="+wal.name, func(t *testing.T) {
+			// A run without errors counts the operations; runs with errors
+			// may do fewer (a failed store stops) or, with background work,
+			// a few more.
+			probe := &vfs.IndexInjector{Index: math.MaxInt64} // counts, never fails
+			withTimeout(t, time.Minute, "the fault-free run", func() {
+				if problem := faultRun(seed, steps, wal, probe); problem != "" {
+					t.Errorf("without faults: %s", problem)
 				}
+			})
+			n := int(probe.Count())
+			for _, v := range faultVariants {
+				t.Run(v.name, func(t *testing.T) {
+					fails := newFailures()
+					fired := 0
+					for i := mode * every / len(walModes); i < n; i += every {
+						ii := &vfs.IndexInjector{Index: int64(i), Err: v.err, Persistent: v.persistent}
+						withTimeout(t, time.Minute, fmt.Sprintf("the run failing operation %d", i), func() {
+							if problem := faultRun(seed, steps, wal, ii); problem != "" {
+								fails.add(problem, fmt.Sprintf("WAL %s, operation %d", wal.name, i))
+							}
+						})
+						if ii.Fired() {
+							fired++
+						}
+					}
+					fails.report(t, fmt.Sprintf("WAL %s: %d operations in the fault-free run; %d runs with an error injected", wal.name, n, fired))
+				})
 			}
-			fails.report(t, fmt.Sprintf("%d operations in the fault-free run; %d runs with an error injected", n, fired))
 		})
 	}
 }
@@ -404,12 +438,12 @@ func TestFaultCampaign(t *testing.T) {
 // faultRun runs the workload of seed on a file system that fails what ii
 // says, then reopens the store without faults and checks it. It returns
 // what went wrong, or "".
-func faultRun(seed uint64, steps int, ii *vfs.IndexInjector) string {
+func faultRun(seed uint64, steps int, wal walMode, ii *vfs.IndexInjector) string {
 	mem := vfs.NewMem()
 	efs := vfs.NewErrorFS(mem)
 	efs.SetInjector(ii.Inject)
 	m := newKeyModel()
-	r := &runner{open: func() (*DB, error) { return Open("db", campaignOptions(efs, false)) }, rec: m}
+	r := &runner{open: func() (*DB, error) { return Open("db", campaignOptions(efs, false, wal)) }, rec: m}
 	notInjected := func(err error) bool {
 		return err != nil && !errors.Is(err, vfs.ErrInjected)
 	}
@@ -436,7 +470,7 @@ func faultRun(seed uint64, steps int, ii *vfs.IndexInjector) string {
 		name string
 		fs   *vfs.MemFS
 	}{{"after a power loss", mem.CrashClone()}, {"as left", mem}} {
-		db, err := Open("db", campaignOptions(fs.fs, false))
+		db, err := Open("db", campaignOptions(fs.fs, false, wal))
 		if err != nil {
 			return fmt.Sprintf("reopen %s on a healthy disk: %v", fs.name, err)
 		}

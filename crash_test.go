@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,10 +23,12 @@ var crashRounds = flag.Int("crash.rounds", 4, "rounds of kill -9 and recover in 
 // has returned. The parent kills the child with SIGKILL at a random moment,
 // reopens the store, and checks that every acknowledged write is there (an
 // acknowledged range deletion too: none of the keys it deleted is back) and
-// that every batch the child began is there entirely or not at all.
+// that every batch the child began is there entirely or not at all. It runs
+// with the WAL mapped (its pages must survive the process) and written
+// (walModes), each in its own store.
 func TestCrash(t *testing.T) {
 	if dir := os.Getenv("SHALE_CRASH_CHILD"); dir != "" {
-		crashChild(dir, os.Getenv("SHALE_CRASH_ROUND"), 1, false)
+		crashChild(dir, os.Getenv("SHALE_CRASH_ROUND"), crashChildWAL(), 1, false)
 		return
 	}
 	crashRoundsOf(t, "TestCrash")
@@ -37,18 +40,36 @@ func TestCrash(t *testing.T) {
 // compactions, between their file writes and MANIFEST edits.
 func TestCrashCompaction(t *testing.T) {
 	if dir := os.Getenv("SHALE_CRASH_CHILD"); dir != "" {
-		crashChild(dir, os.Getenv("SHALE_CRASH_ROUND"), 4, true)
+		crashChild(dir, os.Getenv("SHALE_CRASH_ROUND"), crashChildWAL(), 4, true)
 		return
 	}
 	crashRoundsOf(t, "TestCrashCompaction")
 }
 
 // crashRoundsOf runs the rounds of kill and recover of the test named test,
-// whose child writes to a store in dir.
+// whose child writes to a store in dir, in each WAL mode.
 func crashRoundsOf(t *testing.T, test string) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
+	for _, wal := range walModes {
+		t.Run("wal="+wal.name, func(t *testing.T) { crashRoundsIn(t, test, wal) })
+	}
+}
+
+// crashChildWAL returns the WAL mode the parent named for the child.
+func crashChildWAL() walMode {
+	name := os.Getenv("SHALE_CRASH_WAL")
+	i := slices.IndexFunc(walModes, func(w walMode) bool { return w.name == name })
+	if i < 0 {
+		fmt.Fprintf(os.Stderr, "child: unknown WAL mode %q\n", name)
+		os.Exit(2)
+	}
+	return walModes[i]
+}
+
+// crashRoundsIn runs the rounds of kill and recover with the WAL in mode wal.
+func crashRoundsIn(t *testing.T, test string, wal walMode) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	// Over all rounds: a later crash must not lose them either.
@@ -59,13 +80,19 @@ func crashRoundsOf(t *testing.T, test string) {
 		rounds *= 25
 	}
 	for round := 0; round < rounds; round++ {
-		res := runCrashChild(t, test, dir, round, time.Duration(50+rng.IntN(400))*time.Millisecond)
+		res := runCrashChild(t, test, dir, wal, round, time.Duration(50+rng.IntN(400))*time.Millisecond)
+		switch {
+		case res.mapped && wal.write:
+			t.Fatalf("round %d: the child's WAL is mapped despite DisableWALMapping", round)
+		case !res.mapped && !wal.write:
+			t.Skipf("the file system of %s cannot map a WAL (no fallocate): the child wrote it with write(2)", dir)
+		}
 		maps.Copy(acked, res.acked)
 		for k := range res.deleting {
 			delete(acked, k)
 		}
 		maps.Copy(gone, res.gone)
-		db, err := Open(dir, &Options{MemTableSize: 32 << 10})
+		db, err := Open(dir, &Options{MemTableSize: 32 << 10, DisableWALMapping: wal.write})
 		if err != nil {
 			t.Fatalf("round %d: reopen after kill: %v", round, err)
 		}
@@ -104,6 +131,7 @@ type crashResult struct {
 	acked       map[string]string   // key/values written
 	begun       map[string][]string // batch id: the keys of every batch it began
 	compactions int                 // Compact calls that returned
+	mapped      bool                // the child's WAL was mapped
 	// deleting are the keys of range deletions begun, acknowledged or
 	// not: they may be present or not. gone are those of acknowledged
 	// range deletions, and those a batch writes and deletes itself.
@@ -118,11 +146,11 @@ func tablesBelowL0(db *DB) int {
 	return n
 }
 
-// runCrashChild runs the child for about d, kills it, and returns what it
-// acknowledged.
-func runCrashChild(t *testing.T, test, dir string, round int, d time.Duration) crashResult {
+// runCrashChild runs the child, writing with its WAL in mode wal, for about
+// d, kills it, and returns what it acknowledged.
+func runCrashChild(t *testing.T, test, dir string, wal walMode, round int, d time.Duration) crashResult {
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
-	cmd.Env = append(os.Environ(), "SHALE_CRASH_CHILD="+dir, "SHALE_CRASH_ROUND="+strconv.Itoa(round))
+	cmd.Env = append(os.Environ(), "SHALE_CRASH_CHILD="+dir, "SHALE_CRASH_ROUND="+strconv.Itoa(round), "SHALE_CRASH_WAL="+wal.name)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -157,6 +185,8 @@ func runCrashChild(t *testing.T, test, dir string, round int, d time.Duration) c
 			ready = true
 			timer.Stop()
 			timer = time.AfterFunc(d, func() { cmd.Process.Kill() })
+		case len(f) == 2 && f[0] == "mapped":
+			res.mapped = f[1] == "true"
 		case len(f) == 3 && f[0] == "put":
 			res.acked[f[1]] = f[2]
 		case len(f) >= 2 && f[0] == "begin":
@@ -184,19 +214,30 @@ func runCrashChild(t *testing.T, test, dir string, round int, d time.Duration) c
 	return res
 }
 
-// crashChild writes until it is killed, from writers goroutines, and with
-// compact, calls Compact in a loop as well. Keys are unique per write, so an
-// acknowledged value can never be legitimately overwritten.
-func crashChild(dir, round string, writers int, compact bool) {
+// crashChild writes until it is killed, from writers goroutines, with its
+// WAL in mode wal, and with compact, calls Compact in a loop as well. Keys
+// are unique per write, so an acknowledged value can never be legitimately
+// overwritten.
+func crashChild(dir, round string, wal walMode, writers int, compact bool) {
 	opts := &Options{MemTableSize: 32 << 10, L0CompactionThreshold: 2, LBaseMaxBytes: 256 << 10}
 	if compact {
 		opts = &Options{MemTableSize: 16 << 10, L0CompactionThreshold: 2, LBaseMaxBytes: 64 << 10, TargetFileSize: 16 << 10}
 	}
+	opts.DisableWALMapping = wal.write
 	db, err := Open(dir, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child open:", err)
 		os.Exit(2)
 	}
+	// A first write tells the parent whether the WAL is mapped: a file
+	// system that cannot allocate ahead (fallocate) falls back to write(2).
+	k := "r" + round + "-first"
+	if err := db.Put([]byte(k), []byte(k)); err != nil {
+		fmt.Fprintln(os.Stderr, "child put:", err)
+		os.Exit(2)
+	}
+	fmt.Println("put", k, k)
+	fmt.Println("mapped", db.Metrics().WALMappedBytes > 0)
 	fmt.Println("ready")
 	if compact {
 		go func() {

@@ -67,8 +67,13 @@ func metaConfigs(seed uint64) []metaConfig {
 		{"tiny-cache", small(Options{BlockCacheSize: 1 << 10}), nil},
 		{"no-compactions", Options{MemTableSize: 1 << 10, BlockSize: 128, DisableAutomaticCompactions: true}, nil},
 		{"one-immutable", small(Options{MaxImmutableMemTables: 1, TargetFileSize: 512}), nil},
+		// The WAL is mapped unless a configuration disables it; these write
+		// it with write(2), and changing-options switches between the two
+		// across reopens and crashes, so that each mode recovers the
+		// other's logs.
+		{"wal-write", small(Options{DisableWALMapping: true}), nil},
 		{"changing-options", small(Options{Prefix: FixedPrefix(2)}), []Options{
-			small(Options{FilterPolicy: UniformFilter(FuseFilter()), BlockSize: 1 << 10, Prefix: FixedPrefix(1)}),
+			small(Options{FilterPolicy: UniformFilter(FuseFilter()), BlockSize: 1 << 10, Prefix: FixedPrefix(1), DisableWALMapping: true}),
 			{BloomBitsPerKey: NoFilter, BlockSize: 64, BlockCacheSize: -1, MemTableSize: 1 << 10},
 			small(Options{FilterPolicy: MonkeyBloom(3)}),
 			{},
@@ -76,6 +81,7 @@ func metaConfigs(seed uint64) []metaConfig {
 		{"nosync", small(Options{NoSync: true}), nil},
 		{"nosync-no-compactions", Options{NoSync: true, MemTableSize: 1 << 10, DisableAutomaticCompactions: true}, nil},
 		{"nosync-defaults", Options{NoSync: true}, nil},
+		{"nosync-wal-write", small(Options{NoSync: true, DisableWALMapping: true}), nil},
 		metaRandomConfig(seed),
 	}
 }
@@ -116,9 +122,13 @@ func metaRandomConfig(seed uint64) metaConfig {
 		rangeBits = pick(6, 10, 16)
 		o.RangeFilter = &rangefilter.Options{BitsPerKey: rangeBits}
 	}
-	name := fmt.Sprintf("random(memtable %d, block %d, cache %d, immutable %d, L0 %d, file %d, L1 %d, filter %s, prefix %s, range filter bits %d, no compactions %v, nosync %v)",
+	wal := "mapped"
+	if rng.IntN(2) == 0 {
+		o.DisableWALMapping, wal = true, "write"
+	}
+	name := fmt.Sprintf("random(memtable %d, block %d, cache %d, immutable %d, L0 %d, file %d, L1 %d, filter %s, prefix %s, range filter bits %d, no compactions %v, nosync %v, WAL %s)",
 		o.MemTableSize, o.BlockSize, o.BlockCacheSize, o.MaxImmutableMemTables, o.L0CompactionThreshold,
-		o.TargetFileSize, o.LBaseMaxBytes, filter, prefix, rangeBits, o.DisableAutomaticCompactions, o.NoSync)
+		o.TargetFileSize, o.LBaseMaxBytes, filter, prefix, rangeBits, o.DisableAutomaticCompactions, o.NoSync, wal)
 	return metaConfig{name, o, nil}
 }
 
