@@ -56,10 +56,16 @@ type Metrics struct {
 	MemTableBytes          int64
 	ImmutableTables        int   // memtables waiting for a flush
 	ImmutableMemTableBytes int64 // ... and their bytes, outside the Go heap too
+	// MemTableFilterBytes is what the key filters of the mutable and
+	// immutable memtables take, on the Go heap: 10 bits for every 64 bytes
+	// of MemTableSize each (80 KiB for 4 MiB), so that a Get skips the
+	// search of a memtable that never held its key.
+	MemTableFilterBytes int64
 	// MemoryTotal is the memory the store holds, in bytes: FilterMemory,
 	// IndexMemory (pinned for every live table), MemTableBytes,
-	// ImmutableMemTableBytes, BlockCacheBytes and RowCacheBytes. The Go
-	// runtime's garbage and free heap come on top of it.
+	// ImmutableMemTableBytes, MemTableFilterBytes, BlockCacheBytes and
+	// RowCacheBytes. The Go runtime's garbage and free heap come on top of
+	// it.
 	MemoryTotal int64
 
 	// OpenFiles is the file descriptors the DB holds: TableFilesOpen, and
@@ -155,9 +161,11 @@ func (db *DB) Metrics() Metrics {
 	defer rs.unref()
 	v := rs.v
 	m.MemTableBytes = int64(rs.mem.Size())
+	m.MemTableFilterBytes = int64(rs.mem.FilterBytes())
 	m.ImmutableTables = len(rs.imm)
 	for _, mem := range rs.imm {
 		m.ImmutableMemTableBytes += int64(mem.Size())
+		m.MemTableFilterBytes += int64(mem.FilterBytes())
 	}
 	m.TableFilesOpen = db.tableCache.openFiles()
 	m.OpenFiles = m.TableFilesOpen + nonTableFiles
@@ -179,7 +187,7 @@ func (db *DB) Metrics() Metrics {
 		}
 	}
 	m.MemoryTotal = m.FilterMemory + m.IndexMemory + m.MemTableBytes + m.ImmutableMemTableBytes +
-		m.BlockCacheBytes + m.RowCacheBytes
+		m.MemTableFilterBytes + m.BlockCacheBytes + m.RowCacheBytes
 	m.WALBytes = db.stats.walBytes.Load()
 	m.WALMappedBytes = db.stats.walMappedBytes.Load()
 	m.WALWrites = db.stats.walWrites.Load()
@@ -231,9 +239,10 @@ func (m Metrics) String() string {
 	tw.Flush()
 	fmt.Fprintf(&b, "memtable: %s (+%d waiting to flush); WAL written: %s\n",
 		humanBytes(m.MemTableBytes), m.ImmutableTables, humanBytes(m.WALBytes))
-	fmt.Fprintf(&b, "memory: %s: filters %s, indexes %s, memtables %s + %s waiting, block cache %s, row cache %s\n",
+	fmt.Fprintf(&b, "memory: %s: filters %s, indexes %s, memtables %s + %s waiting (their key filters %s), block cache %s, row cache %s\n",
 		humanBytes(m.MemoryTotal), humanBytes(m.FilterMemory), humanBytes(m.IndexMemory),
-		humanBytes(m.MemTableBytes), humanBytes(m.ImmutableMemTableBytes), humanBytes(m.BlockCacheBytes), humanBytes(m.RowCacheBytes))
+		humanBytes(m.MemTableBytes), humanBytes(m.ImmutableMemTableBytes), humanBytes(m.MemTableFilterBytes),
+		humanBytes(m.BlockCacheBytes), humanBytes(m.RowCacheBytes))
 	fmt.Fprintf(&b, "open files: %d (%s); table cache: %d hits, %d reopens\n",
 		m.OpenFiles, plural(m.TableFilesOpen, "table"), m.TableCacheHits, m.TableCacheReopens)
 	fmt.Fprintf(&b, "disk reads: %d blocks; block cache: %d hits, %d misses, %s; row cache: %d hits, %d misses, %s\n",

@@ -35,6 +35,9 @@ type mapping struct {
 // write(2).
 func (f osFile) StoreAt(p []byte, off int64) error {
 	m := f.m
+	if m == nil {
+		return &os.PathError{Op: "store", Path: f.Name(), Err: errors.New("file opened for reading")}
+	}
 	end := off + int64(len(p))
 	if m.data == nil || off < m.off || end > m.off+int64(len(m.data)) {
 		if err := f.remap(off, end); err != nil {
@@ -45,9 +48,12 @@ func (f osFile) StoreAt(p []byte, off int64) error {
 }
 
 // remap maps the window that starts at the page holding off and reaches at
-// least end, allocating the file that far first.
+// least end, allocating the file that far first. If the file system cannot
+// allocate ahead or map the file, the first store gets ErrNotMappable, with
+// the file as empty as it found it, so that the caller can write it instead.
 func (f osFile) remap(off, end int64) error {
 	m := f.m
+	first := m.allocated == 0
 	if err := m.unmap(); err != nil {
 		return &os.PathError{Op: "munmap", Path: f.Name(), Err: err}
 	}
@@ -58,8 +64,8 @@ func (f osFile) remap(off, end int64) error {
 		step := min(max(m.allocated, allocStepMin), allocStepMax)
 		alloc := (start + size + step - 1) / step * step
 		if err := unix.Fallocate(int(f.Fd()), 0, 0, alloc); err != nil {
-			if m.allocated == 0 && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS)) {
-				return fmt.Errorf("%s: %w: %v", f.Name(), ErrNotMappable, err)
+			if first && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS)) {
+				return fmt.Errorf("%s: %w: fallocate: %v", f.Name(), ErrNotMappable, err)
 			}
 			return &os.PathError{Op: "fallocate", Path: f.Name(), Err: err}
 		}
@@ -67,6 +73,16 @@ func (f osFile) remap(off, end int64) error {
 	}
 	data, err := unix.Mmap(int(f.Fd()), start, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
+		if first && (errors.Is(err, unix.ENODEV) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EINVAL)) {
+			// A file system that takes no shared writable mappings
+			// (a FUSE mount with direct I/O, for one): undo the
+			// allocation, so that the file can be written from 0.
+			if terr := f.File.Truncate(0); terr != nil {
+				return terr
+			}
+			m.allocated = 0
+			return fmt.Errorf("%s: %w: mmap: %v", f.Name(), ErrNotMappable, err)
+		}
 		return &os.PathError{Op: "mmap", Path: f.Name(), Err: err}
 	}
 	m.data, m.off = data, start
@@ -83,10 +99,11 @@ func storeGuarded(dst, src []byte, name string) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+			fault, ok := r.(interface{ Addr() uintptr })
+			if !ok {
 				panic(r)
 			}
-			err = fmt.Errorf("vfs: %s: storing through a mapping faulted: %v", name, r)
+			err = fmt.Errorf("vfs: %s: storing through a mapping faulted at address %#x (a page the file system could not back)", name, fault.Addr())
 		}
 	}()
 	copy(dst, src)

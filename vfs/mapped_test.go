@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -38,6 +39,9 @@ func testMapper(t *testing.T, fs FS, name string) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	if err := r.(Mapper).StoreAt([]byte("x"), size); err == nil {
+		t.Fatal("a store through a file opened for reading succeeded")
+	}
 	got := make([]byte, size)
 	if _, err := r.ReadAt(got, 0); err != nil && err != io.EOF {
 		t.Fatal(err)
@@ -169,7 +173,7 @@ func TestErrorFSMapper(t *testing.T) {
 	if err := m.Cut(0); !errors.Is(err, ErrInjected) {
 		t.Fatalf("Cut: %v", err)
 	}
-	if want := []Op{OpWrite, OpTruncate}; !slicesEqual(ops, want) {
+	if want := []Op{OpWrite, OpTruncate}; !slices.Equal(ops, want) {
 		t.Fatalf("ops %v, want %v", ops, want)
 	}
 	efs.SetInjector(nil)
@@ -181,16 +185,4 @@ func TestErrorFSMapper(t *testing.T) {
 	if err := p.(Mapper).StoreAt([]byte("x"), 0); !errors.Is(err, ErrNotMappable) {
 		t.Fatalf("StoreAt into a file that is not a Mapper: %v", err)
 	}
-}
-
-func slicesEqual(a, b []Op) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -51,9 +51,9 @@ type memNode struct {
 
 // memAllocStep is the step in which MemFS allocates a mapped file ahead of
 // its stores (see Mapper). It is far smaller than the operating system's,
-// so that crash campaigns stay fast, and large enough that a zero tail
-// sometimes spans a write-ahead log block (32 KiB).
-const memAllocStep = 16 << 10
+// so that crash campaigns stay fast, and not a divisor of the write-ahead
+// log's 32 KiB block, so that a zero tail sometimes spans a block boundary.
+const memAllocStep = 40 << 10
 
 // NewMem returns an empty in-memory file system.
 func NewMem() *MemFS {

@@ -376,6 +376,15 @@ func (m *MemTable) Free() {
 	m.highs.free()
 }
 
+// FilterBytes returns the bytes the key filter takes (NewFiltered), on the
+// Go heap; Size does not count them.
+func (m *MemTable) FilterBytes() int {
+	if m.keys == nil {
+		return 0
+	}
+	return m.keys.Bytes()
+}
+
 // Size returns the bytes the entries occupy: keys, values and per-entry
 // overhead (see the package comment). The DB rotates to a new memtable when
 // Size reaches its MemTableSize.

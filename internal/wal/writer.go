@@ -554,10 +554,10 @@ func (w *Writer) Size() int64 { return w.size }
 // returns the file's Close error; afterwards every method returns an error.
 //
 // A mapped log is first cut to its end, so that the file holds the log and
-// nothing more. If the log was synced to its end, the cut is synced too:
-// a log that a newer one follows must not end in zeros after a power loss,
-// since only the newest log may end torn. SyncClose does both with one
-// fsync.
+// nothing more. The cut is not synced either: a log that a newer one will
+// follow must be closed with SyncClose, since only the newest log may end
+// torn and a power loss can undo an unsynced cut, bringing back zeros. (A
+// log closed after MarkEnd needs no more: a reader stops at its END.)
 func (w *Writer) Close() error {
 	if w.err == errClosed {
 		return errClosed
@@ -565,9 +565,6 @@ func (w *Writer) Close() error {
 	var err error
 	if w.m != nil {
 		err = w.m.Cut(w.size)
-		if err == nil && w.synced == w.size {
-			err = w.f.Sync()
-		}
 	}
 	w.err = errClosed
 	if cerr := w.f.Close(); err == nil {
@@ -577,7 +574,8 @@ func (w *Writer) Close() error {
 }
 
 // SyncClose makes every record durable and closes the log, as Sync and
-// then Close do, with a single fsync for a mapped log.
+// then Close do, and makes a mapped log's cut durable with the same fsync:
+// the way to close a log that a newer one will follow.
 func (w *Writer) SyncClose() error {
 	if err := w.sync(true); err != nil {
 		w.Close()
