@@ -96,32 +96,32 @@ func (db *DB) commitQueued(w *pendingWrite) error {
 }
 
 // electLeader starts the next group if it is due, with commitMu held: if no
-// group is being committed, some write is queued, and, while the WAL
-// writes each group with a system call (db.walWriteCalls), every write
-// inside commit has queued or returned. It is called whenever one of these
-// may have become true: a write queued (self, which then leads, and
-// electLeader returns true), a write returned, a group ended. Otherwise
-// the first queued write is woken to lead.
+// group is being committed, some write is queued, and, if the group costs
+// a system call (see groupCostsCall), every write inside commit has queued
+// or returned. It is called whenever one of these may have become true: a
+// write queued (self, which then leads, and electLeader returns true), a
+// write returned, a group ended. Otherwise the first queued write is woken
+// to lead.
 //
 // Waiting for every write inside commit lets the writers of the previous
 // group, woken but not yet run, queue for the next group. A leader never
 // blocks while it commits (a write call to the page cache keeps its
 // thread), so without this wait writers that share a core take turns at
 // the scheduler's pace: each one commits alone, one write call per write,
-// until it is preempted. The wait is bounded: the writes it waits for need
-// only CPU to queue or return. A lone writer never waits. With several,
-// the last write to return most often completes the group and wakes its
-// leader: a group costs one wake-up per write in it, as each of them
-// waited.
+// until it is preempted; and after a synced group the first of its
+// writers to queue again would sync alone. The wait is bounded: the writes
+// it waits for need only CPU to queue or return. A lone writer never
+// waits. With several, the last write to return most often completes the
+// group and wakes its leader: a group costs one wake-up per write in it,
+// as each of them waited.
 //
-// A mapped WAL stores a group with a copy, no system call, so a group of
-// one costs little more than a share of a larger one, and there the wait
-// costs more than it saves: a writer that finds no group being committed
-// leads at once, without a wake-up, and groups form only from the writes
-// that queue while one commits (measured with 4 writers on 2 cores, the
-// wait made fills 15-25% slower; see README "Writes").
+// A group that a mapped WAL stores with a copy, unsynced, costs little
+// more than a share of a larger one, and there the wait costs more than it
+// saves: a writer that finds no group being committed leads at once,
+// without a wake-up, and groups form only from the writes that queue while
+// one commits.
 func (db *DB) electLeader(self *pendingWrite) bool {
-	if db.leading || len(db.queue) == 0 || db.walWriteCalls && db.committing > len(db.queue) {
+	if db.leading || len(db.queue) == 0 || db.committing > len(db.queue) && db.groupCostsCall() {
 		return false
 	}
 	db.leading = true
@@ -129,6 +129,22 @@ func (db *DB) electLeader(self *pendingWrite) bool {
 		return true
 	}
 	db.queue[0].wake <- commitResult{lead: true}
+	return false
+}
+
+// groupCostsCall reports, with commitMu held, whether the queued group will
+// cost a system call: the WAL writes groups with write(2) rather than
+// storing them through a mapping (as the last group found it), or the group
+// syncs.
+func (db *DB) groupCostsCall() bool {
+	if db.walWriteCalls || !db.opts.NoSync {
+		return true
+	}
+	for _, w := range db.queue {
+		if w.sync {
+			return true
+		}
+	}
 	return false
 }
 
