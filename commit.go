@@ -119,7 +119,9 @@ func (db *DB) commitQueued(w *pendingWrite) error {
 // more than a share of a larger one, and there the wait costs more than it
 // saves: a writer that finds no group being committed leads at once,
 // without a wake-up, and groups form only from the writes that queue while
-// one commits.
+// one commits. (kvbench fillrandom, 1M keys, 4 writers on 2 shared cores,
+// alternated with waiting: medians 1.08x and 1.14x the ops/s in two sets
+// of runs, and 7% less CPU; one writer is unchanged.)
 func (db *DB) electLeader(self *pendingWrite) bool {
 	if db.leading || len(db.queue) == 0 || db.committing > len(db.queue) && db.groupCostsCall() {
 		return false
