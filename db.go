@@ -87,6 +87,9 @@ type DB struct {
 	// committing counts the writes from queueing to returning: queued,
 	// leading, or woken and about to return (see electLeader).
 	committing int
+	// walWriteCalls says whether the WAL wrote the last group with a system
+	// call rather than storing it through a mapping (see electLeader).
+	walWriteCalls bool
 	// spareQueue is the queue of the previous group, emptied, for the next
 	// leader to swap in (nil while a leader has it).
 	spareQueue []*pendingWrite
