@@ -329,8 +329,9 @@ func (db *DB) slowdown() time.Duration {
 // given the slowdown and stop thresholds. It grows with L0's compaction
 // debt, how far L0 has gone from the slowdown threshold towards the stop
 // threshold: (l0 - slow + 1) / (stop - slow) times slowdownNanosPerByte per
-// byte, a quarter of it at 8 files and all of it at 11 with the default
-// thresholds (8 and 12). Below the slowdown threshold it is 0.
+// byte, e.g. a quarter of it at 8 files and all of it at 11 with
+// thresholds 8 and 12. Below the slowdown threshold it is 0, and so always
+// with the default, which puts the slowdown threshold at the stop.
 func slowdownCharge(bytes int64, l0, slow, stop int) time.Duration {
 	if l0 < slow || slow >= stop || bytes <= 0 {
 		return 0
