@@ -1,7 +1,9 @@
 // Package bloom builds and probes Bloom filters: the filter every shale
-// table carries (NewPolicy, format "shale.bloom.v1"), and three for use
-// outside the engine: Filter, a plain filter; Counting, which can remove
-// items; and Scalable, which grows without a bound on its items.
+// table carries (NewPolicy, format "shale.bloom.v1"); Concurrent, the
+// filter of a memtable's keys, which goroutines add to and probe at the
+// same time; and three for use outside the engine: Filter, a plain filter;
+// Counting, which can remove items; and Scalable, which grows without a
+// bound on its items.
 //
 // # Sizing
 //

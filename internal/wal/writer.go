@@ -44,9 +44,10 @@
 // written with the first group. Its salt is 8 random bytes (crypto/rand)
 // drawn when the Writer is made, different in every log; nothing in the API
 // returns it. Then come groups: a group is what one WriteGroup (or
-// WriteRecord) call writes, in one write call to the file: its records, and,
-// when one is due, a COMMIT fragment (27 bytes) giving the number of records
-// since the previous COMMIT and the synced offset, the log size that the
+// WriteRecord) call writes, in one write call to the file (or one store
+// into its mapping, see NewMappedWriter): its records, and, when one is
+// due, a COMMIT fragment (27 bytes) giving the number of records since the
+// previous COMMIT and the synced offset, the log size that the
 // Writer's last successful Sync covered when the group was written (0
 // before any). Every byte before the synced offset is durable, so damage
 // there is no torn write. A COMMIT is due at the end of the log's first
@@ -259,9 +260,10 @@ var (
 // DB's commit leader is its only user at a time.
 //
 // Each group of records, with its COMMIT if one is due and any padding,
-// goes to the file in one f.Write call, so a group commit costs one write
-// and one Sync (tell WriteGroup a Sync follows, or Sync writes the group's
-// COMMIT in a second call). After a Write or Sync of the file fails, the
+// goes to the file in one f.Write call (or one store into the file's
+// mapping, see NewMappedWriter), so a group commit costs one write and one
+// Sync (tell WriteGroup a Sync follows, or Sync writes the group's COMMIT
+// in a second call). After a write, store or Sync of the file fails, the
 // Writer refuses all further writes and returns that error: the file may
 // end in part of a group, and appending more after it would turn a torn
 // tail into corruption in the middle of the log.
@@ -324,11 +326,11 @@ func (w *Writer) WriteRecord(p []byte) (int64, error) {
 	return start, nil
 }
 
-// WriteGroup appends recs as one group, in one write call to the file. The
-// records are not durable until Sync returns. With syncNext set (the caller
-// calls Sync next) the group ends with a COMMIT even if none is due, so
-// that Sync has none to write and the group costs one write call either
-// way. An empty group writes nothing.
+// WriteGroup appends recs as one group, in one write call to the file (or
+// one store into its mapping). The records are not durable until Sync
+// returns. With syncNext set (the caller calls Sync next) the group ends
+// with a COMMIT even if none is due, so that Sync has none to write and the
+// group costs one write call either way. An empty group writes nothing.
 func (w *Writer) WriteGroup(recs [][]byte, syncNext bool) error {
 	if w.err != nil || len(recs) == 0 {
 		return w.err
