@@ -38,8 +38,10 @@ const lostDir = "lost"
 // rename, directory fsync), whatever Options.NoSync says.
 //
 // What becomes of the inputs: every file Repair found damaged (a table or
-// WAL with any problem, a torn tail included, since damage and a torn write
-// look alike; a MANIFEST that does not read whole; every MANIFEST when
+// WAL with any problem, a torn tail that cut bytes off included, since
+// damage and a torn write look alike, but not a WAL that merely ends in
+// records no COMMIT counts yet or in zeros, which hold nothing: see
+// wal.Reader.CutOff; a MANIFEST that does not read whole; every MANIFEST when
 // CURRENT does not name a readable one) is moved into the folder lost/ of
 // dir, before the new MANIFEST is written, and never deleted: its owner may
 // want to inspect it. The intact inputs are removed once the new MANIFEST is
@@ -275,8 +277,9 @@ func (r *repairer) readLog(num uint64) error {
 			damaged = true
 		}
 	}
-	// A log that ends in whole records no COMMIT counts yet (see
-	// internal/wal) lost nothing: only a tail that cut bytes off is damage.
+	// A log that ends in whole records no COMMIT counts yet, or in zeros (a
+	// mapped log's allocated tail), lost nothing (see internal/wal): only a
+	// tail that cut bytes off is damage.
 	if off, torn := lr.TornTail(); torn && lr.CutOff() {
 		db.logf("repair: %s ends in a torn record at offset %d", name, off)
 		damaged = true
