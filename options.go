@@ -33,11 +33,12 @@ type Options struct {
 	// DisableWALMapping writes the WAL with a write(2) per commit group
 	// instead of storing the groups through a shared memory mapping of the
 	// file, which the DB does where the file system supports it (Linux,
-	// with fallocate): a mapped group costs no system call, and a process
-	// crash keeps it all the same, since its pages are the kernel's. The
-	// file system must allocate ahead (fallocate); a copy-on-write one
-	// (btrfs, ZFS) may still fail a store for want of space, which the DB
-	// reports as an error. See README "Writes".
+	// with fallocate and shared writable mappings; elsewhere the WAL is
+	// written): a mapped group costs no system call, and a process crash
+	// keeps it all the same, since its pages are the kernel's. On a
+	// copy-on-write file system (btrfs, ZFS) a store into an allocated
+	// block may still find no space, which the DB reports as an error,
+	// as it does a failed write. See README "Writes".
 	DisableWALMapping bool
 
 	// MaxOpenFiles bounds the table files the DB holds open for reading
