@@ -200,9 +200,10 @@ func (db *DB) commitGroup(group []*pendingWrite) error {
 			return db.setBackgroundError(err)
 		}
 	}
-	db.stats.walBytes.Add(log.Size() - logSize)
+	grown := log.Size() - logSize
+	db.stats.walBytes.Add(grown)
 	if log.Mapped() {
-		db.stats.walMappedBytes.Add(log.Size() - logSize)
+		db.stats.walMappedBytes.Add(grown)
 	}
 	for _, w := range group {
 		if w.batch == nil {
@@ -352,13 +353,17 @@ func (db *DB) rotateMemTable() error {
 	old := db.log
 	db.mu.Unlock()
 	f, err := db.startWAL(old, num)
+	var mem *memTable
+	if err == nil {
+		mem = db.newMemTable(num) // its key filter is allocated zeroed: not under db.mu
+	}
 	db.mu.Lock()
 	if err != nil {
 		return err
 	}
 	db.log = db.newWALWriter(f)
 	db.imm = append(db.imm, db.mem)
-	db.mem = db.newMemTable(num)
+	db.mem = mem
 	db.publishReadState()
 	db.scheduleFlush()
 	return nil

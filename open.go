@@ -353,7 +353,7 @@ func (db *DB) replayLog(num uint64, mem *memtable.MemTable, newest bool) (first,
 		if r.CutOff() {
 			db.logf("%s: torn tail at offset %d cut off (a write the crash interrupted)", name, off)
 		} else {
-			db.logf("%s: ends at offset %d in whole records whose COMMIT was not due yet; nothing cut off", name, off)
+			db.logf("%s: ends at offset %d in whole records whose COMMIT was not due yet, or in zeros allocated ahead of a mapped log; nothing cut off", name, off)
 		}
 	}
 	return first, last, nil

@@ -9,6 +9,29 @@ import (
 	"github.com/shale-db/shale/vfs"
 )
 
+// TestDefaultL0Thresholds: by default writes are not slowed before the L0
+// stop threshold (the slowdown threshold is the stop), whatever the
+// compaction threshold; a slowdown threshold that is set is kept.
+func TestDefaultL0Thresholds(t *testing.T) {
+	for _, tc := range []struct {
+		opts       Options
+		slow, stop int
+	}{
+		{Options{}, 12, 12},
+		{Options{L0CompactionThreshold: 8}, 16, 16},
+		{Options{L0StopWritesThreshold: 20}, 20, 20},
+		{Options{L0SlowdownWritesThreshold: 8}, 8, 12},
+	} {
+		d := tc.opts.withDefaults()
+		if d.L0SlowdownWritesThreshold != tc.slow || d.L0StopWritesThreshold != tc.stop {
+			t.Errorf("%+v: slowdown %d, stop %d; want %d, %d", tc.opts, d.L0SlowdownWritesThreshold, d.L0StopWritesThreshold, tc.slow, tc.stop)
+		}
+		if got := slowdownCharge(1<<20, d.L0StopWritesThreshold-1, d.L0SlowdownWritesThreshold, d.L0StopWritesThreshold); (got == 0) != (tc.slow == tc.stop) {
+			t.Errorf("%+v: charge %v one file short of the stop", tc.opts, got)
+		}
+	}
+}
+
 // TestSlowdownCharge: the pause owed at the L0 slowdown threshold is
 // charged per byte, the same for one large write as for many small ones,
 // and grows with the number of L0 files up to the stop threshold.
