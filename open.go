@@ -359,7 +359,11 @@ func (db *DB) replayLog(num uint64, mem *memtable.MemTable, newest bool) (first,
 	return first, last, nil
 }
 
-// openTable opens a live table's reader, with its filter and index loaded.
+// openTable opens a live table's reader, with its filter and index loaded,
+// and sets meta's entry counts from its properties. meta must not yet be in
+// a version another goroutine can see: Open, Check and Repair open tables
+// before they publish a version, flushes and compactions their new tables
+// before they install them.
 func (db *DB) openTable(meta *manifest.FileMeta) (*table, error) {
 	name := db.fileName(fileTypeTable, meta.FileNum)
 	f, err := db.tableCache.openFile(name)
@@ -385,6 +389,8 @@ func (db *DB) openTable(meta *manifest.FileMeta) (*table, error) {
 		return nil, err
 	}
 	f.tableOpened()
+	props := r.Properties()
+	meta.Entries, meta.Deletions = props.NumEntries, props.NumDeletions
 	return &table{meta: meta, reader: r, db: db}, nil
 }
 

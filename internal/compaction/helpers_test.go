@@ -52,8 +52,10 @@ func parseSize(t testing.TB, s string) uint64 {
 
 // parseVersion reads one file per line:
 //
-//	L0: 000005:a#10,SET-c#12,SET size=1MiB
+//	L0: 000005:a#10,SET-c#12,SET size=1MiB [entries=N dels=M]
 //
+// entries and dels set the file's entry counts (manifest.FileMeta.Entries,
+// Deletions), unknown (zero) when absent.
 // It keeps L0 newest first (by largest seqnum) and sorts the other levels by
 // smallest key, as a Version requires.
 func parseVersion(t testing.TB, input string) *manifest.Version {
@@ -66,14 +68,33 @@ func parseVersion(t testing.TB, input string) *manifest.Version {
 		var level int
 		var num uint64
 		var keys, size string
-		if _, err := fmt.Sscanf(line, "L%d: %d:%s size=%s", &level, &num, &keys, &size); err != nil {
+		fields := strings.Fields(line)
+		if len(fields) < 3 {
+			t.Fatalf("bad file line %q", line)
+		}
+		if _, err := fmt.Sscanf(strings.Join(fields[:3], " "), "L%d: %d:%s size=%s", &level, &num, &keys, &size); err != nil {
 			t.Fatalf("bad file line %q: %v", line, err)
+		}
+		var entries, dels uint64
+		for _, arg := range fields[3:] {
+			name, val, _ := strings.Cut(arg, "=")
+			n, err := strconv.ParseUint(val, 10, 64)
+			switch {
+			case err != nil:
+				t.Fatalf("bad %s in %q: %v", name, line, err)
+			case name == "entries":
+				entries = n
+			case name == "dels":
+				dels = n
+			default:
+				t.Fatalf("unknown argument %q in %q", arg, line)
+			}
 		}
 		lo, hi, ok := strings.Cut(keys, "-")
 		if !ok {
 			t.Fatalf("bad key range in %q", line)
 		}
-		f := &manifest.FileMeta{FileNum: num, Size: parseSize(t, size), Smallest: parseKey(t, lo), Largest: parseKey(t, hi)}
+		f := &manifest.FileMeta{FileNum: num, Size: parseSize(t, size), Smallest: parseKey(t, lo), Largest: parseKey(t, hi), Entries: entries, Deletions: dels}
 		f.SmallestSeq = min(f.Smallest.SeqNum(), f.Largest.SeqNum())
 		f.LargestSeq = max(f.Smallest.SeqNum(), f.Largest.SeqNum())
 		v.Levels[level] = append(v.Levels[level], f)

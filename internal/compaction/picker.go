@@ -131,8 +131,8 @@ type Compaction struct {
 	// Inputs[0] are files of Level (for L0, newest first); Inputs[1] are the
 	// files of OutputLevel that overlap them, in key order.
 	Inputs [2][]*manifest.FileMeta
-	// Score is the score of Level when it was picked (>= 1; see
-	// LevelScore.Score).
+	// Score is the score of Level when it was picked (>= 1, see
+	// LevelScore.Score; below 1 for a compaction of deletions, see Pick).
 	Score float64
 	// Reason says why, for logs and metrics: "L0 has 5 files (threshold 4)".
 	Reason string
@@ -156,12 +156,16 @@ type LevelScore struct {
 	Level int
 	Files int
 	Bytes uint64
+	// Compensated is Bytes plus what the level's point deletions are
+	// expected to free in the levels below (see compensatedSize); Bytes
+	// for L0 and the bottom level.
+	Compensated uint64
 	// Target is the level's target size in bytes (see Targets); 0 for L0,
 	// which is sized by its number of files instead, and for the empty
 	// levels above the base level.
 	Target uint64
-	// Fullness is Files/L0CompactionThreshold for L0, Bytes/Target for
-	// the levels from the base level down, and 0 above the base level.
+	// Fullness is Files/L0CompactionThreshold for L0, Compensated/Target
+	// for the levels from the base level down, and 0 above the base level.
 	Fullness float64
 	// Score is what Pick ranks levels by; a level with a score >= 1 wants
 	// compacting. It is the level's fullness, divided by the fullness of
@@ -179,14 +183,22 @@ type LevelScore struct {
 func Scores(v *manifest.Version, opts Options) ([]LevelScore, int) {
 	opts = opts.WithDefaults()
 	shape := Targets(v, opts)
+	perDeletion := deletionBytes(v)
 	scores := make([]LevelScore, manifest.NumLevels)
 	for level := range scores {
 		s := LevelScore{Level: level, Files: len(v.Levels[level]), Bytes: v.LevelSize(level), Target: shape.Targets[level]}
+		s.Compensated = s.Bytes
+		if level > 0 && level < manifest.NumLevels-1 {
+			s.Compensated = 0
+			for _, f := range v.Levels[level] {
+				s.Compensated += compensatedSize(f, perDeletion)
+			}
+		}
 		switch {
 		case level == 0:
 			s.Fullness = float64(s.Files) / float64(opts.L0CompactionThreshold)
 		case s.Target > 0:
-			s.Fullness = float64(s.Bytes) / float64(s.Target)
+			s.Fullness = float64(s.Compensated) / float64(s.Target)
 		}
 		scores[level] = s
 	}
@@ -220,8 +232,9 @@ func Scores(v *manifest.Version, opts Options) ([]LevelScore, int) {
 // between unrelated L0 files.
 //
 // Ln into Ln+1 (n >= 1): the file of Ln whose overlap with Ln+1 is the
-// smallest relative to its own size (RocksDB's kMinOverlappingRatio, which
-// Pebble follows too), with every file of Ln+1 that overlaps it. The bytes
+// smallest relative to its own compensated size (RocksDB's
+// kMinOverlappingRatio, which Pebble follows too), with every file of Ln+1
+// that overlaps it. The bytes
 // of Ln+1 that a compaction overlaps are rewritten for nothing but to make
 // room, so this moves the most data down per byte rewritten: a file that
 // overlaps nothing costs no rewriting at all (the DB moves it down as it
@@ -231,6 +244,20 @@ func Scores(v *manifest.Version, opts Options) ([]LevelScore, int) {
 // range those inputs cover without adding any Ln+1 file, they join: they
 // are merged into files that are being rewritten anyway, so they move down
 // at no extra cost in Ln+1 rewriting.
+//
+// Deletions count as the data they will free (see compensatedSize), in a
+// level's fullness and in a file's ratio: without that a level holding
+// mostly tombstones is small, never over its target, and the data its
+// tombstones delete stays on disk in the levels below; with it the
+// tombstones are carried down first, where they reclaim the most space per
+// byte rewritten.
+//
+// When no level wants compacting, a file of a level above the bottom whose
+// entries are at least half point deletions is carried down a level (the
+// one with the most deletions first), as RocksDB's compact-on-deletion
+// collector and Pebble's tombstone density compactions do: otherwise the
+// tombstones left once their level is back under its target would keep the
+// data they delete on disk for as long as no more writes come.
 func Pick(v *manifest.Version, opts Options) *Compaction {
 	opts = opts.WithDefaults()
 	scores, baseLevel := Scores(v, opts)
@@ -243,7 +270,7 @@ func Pick(v *manifest.Version, opts Options) *Compaction {
 	}
 	switch {
 	case best < 0:
-		return nil
+		return pickDeletions(v, scores)
 	case best == 0:
 		return &Compaction{
 			Level: 0, OutputLevel: baseLevel, Inputs: pickL0(v, baseLevel), Score: bestScore,
@@ -251,9 +278,18 @@ func Pick(v *manifest.Version, opts Options) *Compaction {
 		}
 	}
 	return &Compaction{
-		Level: best, OutputLevel: best + 1, Inputs: pickLevel(v, best), Score: bestScore,
-		Reason: fmt.Sprintf("L%d is %.1fx its target %s%s", best, scores[best].Fullness, base.FormatSize(scores[best].Target), behind(scores[best+1])),
+		Level: best, OutputLevel: best + 1, Inputs: pickLevel(v, best, deletionBytes(v)), Score: bestScore,
+		Reason: fmt.Sprintf("L%d is %.1fx its target %s%s%s", best, scores[best].Fullness, base.FormatSize(scores[best].Target), deletions(scores[best]), behind(scores[best+1])),
 	}
+}
+
+// deletions notes, for a compaction's reason, what a level's deletions added
+// to its size.
+func deletions(s LevelScore) string {
+	if s.Compensated <= s.Bytes {
+		return ""
+	}
+	return fmt.Sprintf(", its deletions counted as the %s they will free", base.FormatSize(s.Compensated-s.Bytes))
 }
 
 // behind notes, for a compaction's reason, that the output level is over
@@ -282,18 +318,49 @@ func pickL0(v *manifest.Version, baseLevel int) (inputs [2][]*manifest.FileMeta)
 	return [2][]*manifest.FileMeta{in, v.Overlapping(baseLevel, lo, hi)}
 }
 
-// pickLevel picks the inputs of a compaction of level (>= 1) into the next:
-// the file with the smallest overlap ratio (see Pick), the files of the next
-// level under it, and the files of level that fit in their range for free.
-func pickLevel(v *manifest.Version, level int) (inputs [2][]*manifest.FileMeta) {
-	files, next := v.Levels[level], v.Levels[level+1]
+// pickDeletions returns a compaction of the file above the bottom level
+// with the most point deletions among those that are at least half
+// deletions, or nil if there is none (see Pick).
+func pickDeletions(v *manifest.Version, scores []LevelScore) *Compaction {
+	level, seed := -1, 0
+	var most uint64
+	for l := 1; l < manifest.NumLevels-1; l++ {
+		for i, f := range v.Levels[l] {
+			if f.Deletions > most && f.Deletions <= f.Entries && 2*f.Deletions >= f.Entries {
+				level, seed, most = l, i, f.Deletions
+			}
+		}
+	}
+	if level < 0 {
+		return nil
+	}
+	f := v.Levels[level][seed]
+	return &Compaction{
+		Level: level, OutputLevel: level + 1, Inputs: pickLevelFrom(v, level, seed), Score: scores[level].Score,
+		Reason: fmt.Sprintf("%06d is %d%% deletions", f.FileNum, 100*f.Deletions/f.Entries),
+	}
+}
+
+// pickLevel picks the inputs of a compaction of level (>= 1) into the next
+// starting from the file with the smallest overlap ratio (see Pick).
+// perDeletion is deletionBytes(v).
+func pickLevel(v *manifest.Version, level int, perDeletion float64) (inputs [2][]*manifest.FileMeta) {
 	seed, best := 0, math.Inf(1)
-	for i, f := range files {
-		overlap := overlapBytes(next, f.Smallest.UserKey, f.Largest.UserKey)
-		if ratio := float64(overlap) / float64(max(f.Size, 1)); ratio < best {
+	for i, f := range v.Levels[level] {
+		overlap := overlapBytes(v.Levels[level+1], f.Smallest.UserKey, f.Largest.UserKey)
+		if ratio := float64(overlap) / float64(max(compensatedSize(f, perDeletion), 1)); ratio < best {
 			seed, best = i, ratio
 		}
 	}
+	return pickLevelFrom(v, level, seed)
+}
+
+// pickLevelFrom returns the inputs of a compaction of level (>= 1) into the
+// next that starts from the file at index seed of the level: that file,
+// the files of the next level under it, and the files of level that fit in
+// their range for free.
+func pickLevelFrom(v *manifest.Version, level, seed int) (inputs [2][]*manifest.FileMeta) {
+	files := v.Levels[level]
 	in := []*manifest.FileMeta{files[seed]}
 	out := v.Overlapping(level+1, in[0].Smallest.UserKey, in[0].Largest.UserKey)
 	if len(out) > 0 {
@@ -306,6 +373,39 @@ func pickLevel(v *manifest.Version, level int) (inputs [2][]*manifest.FileMeta) 
 		}
 	}
 	return [2][]*manifest.FileMeta{in, out}
+}
+
+// deletionBytes estimates the bytes on disk that one point deletion frees
+// once a compaction brings it down to the entry it deletes: the average size
+// of a live (not deleting) entry of v's tables, each table's bytes shared
+// equally among its entries. 0 when no table's counts are known (see
+// manifest.FileMeta.Entries).
+func deletionBytes(v *manifest.Version) float64 {
+	var bytes float64
+	var live uint64
+	for _, files := range v.Levels {
+		for _, f := range files {
+			if f.Entries == 0 || f.Deletions >= f.Entries {
+				continue
+			}
+			n := f.Entries - f.Deletions
+			bytes += float64(f.Size) * float64(n) / float64(f.Entries)
+			live += n
+		}
+	}
+	if live == 0 {
+		return 0
+	}
+	return bytes / float64(live)
+}
+
+// compensatedSize is f's size plus what its point deletions are expected to
+// free below it, perDeletion bytes each: how much a compaction that carries
+// f down moves or reclaims. RocksDB and Pebble weigh deletions this way
+// (their compensated sizes). Range deletions are not counted: a table they
+// cover whole is dropped by a delete-only compaction instead.
+func compensatedSize(f *manifest.FileMeta, perDeletion float64) uint64 {
+	return f.Size + uint64(float64(f.Deletions)*perDeletion)
 }
 
 // overlapBytes returns the total size of the files of a level >= 1 (sorted

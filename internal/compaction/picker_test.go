@@ -283,13 +283,26 @@ func formatScores(v *manifest.Version, opts Options) string {
 	scores, baseLevel := Scores(v, opts)
 	var b strings.Builder
 	fmt.Fprintf(&b, "base level: L%d\n", baseLevel)
-	fmt.Fprintf(&b, "%-3s %5s %9s %9s %8s %6s\n", "", "files", "bytes", "target", "fullness", "score")
+	// The compensated sizes get a column when deletions change one.
+	compensated := false
+	for _, s := range scores {
+		compensated = compensated || s.Compensated != s.Bytes
+	}
+	fmt.Fprintf(&b, "%-3s %5s %9s", "", "files", "bytes")
+	if compensated {
+		fmt.Fprintf(&b, " %11s", "compensated")
+	}
+	fmt.Fprintf(&b, " %9s %8s %6s\n", "target", "fullness", "score")
 	for _, s := range scores {
 		target := "-"
 		if s.Target > 0 {
 			target = base.FormatSize(s.Target)
 		}
-		fmt.Fprintf(&b, "L%-2d %5d %9s %9s %8.2f %6.2f\n", s.Level, s.Files, base.FormatSize(s.Bytes), target, s.Fullness, s.Score)
+		fmt.Fprintf(&b, "L%-2d %5d %9s", s.Level, s.Files, base.FormatSize(s.Bytes))
+		if compensated {
+			fmt.Fprintf(&b, " %11s", base.FormatSize(s.Compensated))
+		}
+		fmt.Fprintf(&b, " %9s %8.2f %6.2f\n", target, s.Fullness, s.Score)
 	}
 	return b.String()
 }

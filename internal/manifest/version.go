@@ -27,6 +27,12 @@ type FileMeta struct {
 	// SmallestSeq and LargestSeq bound the sequence numbers in the table.
 	// L0 files are ordered newest first by LargestSeq.
 	SmallestSeq, LargestSeq base.SeqNum
+	// Entries counts the table's point entries and Deletions those of
+	// them that are point deletions, from the table's properties. They are
+	// not in the MANIFEST: the DB sets them when it opens the table, before
+	// the file joins a version that anyone else sees; zero means unknown.
+	// The compaction picker weighs a level's deletions by them.
+	Entries, Deletions uint64
 }
 
 // String formats the file as "000012:[a#3,SET-f#9,DEL]".
