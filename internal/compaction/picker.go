@@ -234,9 +234,9 @@ func Scores(v *manifest.Version, opts Options) ([]LevelScore, int) {
 // Ln into Ln+1 (n >= 1): the file of Ln whose overlap with Ln+1 is the
 // smallest relative to its own compensated size (RocksDB's
 // kMinOverlappingRatio, which Pebble follows too), with every file of Ln+1
-// that overlaps it. The bytes
-// of Ln+1 that a compaction overlaps are rewritten for nothing but to make
-// room, so this moves the most data down per byte rewritten: a file that
+// that overlaps it. The bytes of Ln+1 that a compaction overlaps are
+// rewritten for nothing but to make room, so this moves the most data down
+// per byte rewritten: a file that
 // overlaps nothing costs no rewriting at all (the DB moves it down as it
 // is), and the ranges where Ln holds much data for little in Ln+1 go first.
 // Files with the same ratio cost the same; the first in key order wins, so
