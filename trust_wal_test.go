@@ -137,7 +137,7 @@ func TestTrustRotationRacesClose(t *testing.T) {
 				}
 				t.Logf("%d writes acknowledged, errors %v", len(want), errs)
 				for name, c := range map[string]*vfs.MemFS{
-					"reopened":              fs,
+					"reopened":               fs,
 					"power loss after Close": fs.CrashCloneWith(vfs.CrashOptions{Mode: vfs.CrashSynced}),
 				} {
 					db := mustOpen(t, "db", walMapOptions(c, mode, noSync))
