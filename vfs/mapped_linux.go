@@ -97,10 +97,11 @@ func (f osFile) remap(off, end int64) error {
 }
 
 // allocate extends the file fd to size bytes with fallocate, allocating its
-// blocks. It retries a call a signal interrupted: fallocate can return
-// EINTR (tmpfs, for one, checks for signals as it goes), and the Go runtime
-// signals its threads all the time (preemption, profiling); extending again
-// from the start allocates only what the interrupted call left out.
+// blocks. It retries a call a signal interrupted, as the os package does
+// its own calls: fallocate can fail with EINTR (tmpfs checks for signals as
+// it allocates, and undoes what the call allocated), and the Go runtime
+// signals its threads often (profiling, garbage collection). Allocating
+// what is already allocated changes nothing, so a retry is safe.
 func allocate(fd int, size int64) error {
 	for {
 		if err := fallocate(fd, 0, 0, size); err != unix.EINTR {
