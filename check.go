@@ -34,7 +34,9 @@ import (
 //     MANIFEST records.
 //   - The WAL the MANIFEST's log number names is present, and every WAL from
 //     it on reads record by record, each record a batch that decodes, with
-//     sequence numbers increasing from batch to batch and WAL to WAL. A torn
+//     sequence numbers increasing from batch to batch, and each WAL with
+//     batches going on from the last one of the WAL with batches before it,
+//     without a gap (a gap is a WAL missing, as Open finds it). A torn
 //     tail is reported in every WAL but the newest, where it is the normal
 //     trace of a crash that Open cuts off.
 //
@@ -170,7 +172,7 @@ func (c *checker) run() error {
 				return err
 			}
 		}
-		return c.checkLogs(logs)
+		return c.checkLogs(logs, false)
 	}
 	for _, files := range v.Levels {
 		for _, f := range files {
@@ -184,7 +186,7 @@ func (c *checker) run() error {
 		c.problem(db.fileName(fileTypeLog, db.logNum), -1,
 			"missing: the MANIFEST's log number says this WAL holds the writes no table holds yet")
 	}
-	return c.checkLogs(logs)
+	return c.checkLogs(logs, true)
 }
 
 // readManifest replays the MANIFEST CURRENT names with Open's own
@@ -262,8 +264,13 @@ func (c *checker) checkTable(num uint64, meta *manifest.FileMeta) error {
 	return err
 }
 
-// checkLogs reads the WALs nums, oldest first, record by record.
-func (c *checker) checkLogs(nums []uint64) error {
+// checkLogs reads the WALs nums, oldest first, record by record. With
+// live set, nums are the live WALs (the MANIFEST's log number and after),
+// each of which goes on from the one before it: a gap in their sequence
+// numbers is a WAL missing. Otherwise (the MANIFEST does not read whole)
+// nums are every WAL present, those of memtables already flushed included,
+// and a gap means nothing.
+func (c *checker) checkLogs(nums []uint64, live bool) error {
 	var last base.SeqNum // of the previous batch
 	newest, err := c.db.newestLog(nums)
 	if err != nil {
@@ -276,6 +283,7 @@ func (c *checker) checkLogs(nums []uint64) error {
 			return err
 		}
 		r := wal.NewReader(f, name)
+		firstInLog := true
 		for {
 			rec, err := r.Next()
 			if errors.Is(err, io.EOF) {
@@ -295,10 +303,15 @@ func (c *checker) checkLogs(nums []uint64) error {
 				c.problems = append(c.problems, err)
 			case n > 0 && first <= last:
 				c.problem(name, r.Offset(), "batch starts at sequence number %d, not after the previous batch's %d", first, last)
+			case n > 0 && live && firstInLog && last != 0 && first != last+1:
+				// Open's rule (replayLogs): each WAL goes on from the
+				// one before it, so a gap is a WAL gone with its writes.
+				c.problem(name, r.Offset(), "the log starts at sequence number %d, but the log before it ends at %d: a WAL between them is missing", first, last)
 			}
 			if err == nil && n > 0 {
 				last = first + base.SeqNum(n) - 1
 			}
+			firstInLog = firstInLog && err == nil && n == 0
 		}
 		if off, torn := r.TornTail(); torn && i < newest {
 			c.problem(name, off, "ends in a torn record, but a newer WAL with bytes in it follows it")
