@@ -34,9 +34,11 @@ import (
 //     MANIFEST records.
 //   - The WAL the MANIFEST's log number names is present, and every WAL from
 //     it on reads record by record, each record a batch that decodes, with
-//     sequence numbers increasing from batch to batch and WAL to WAL. A torn
-//     tail is reported in every WAL but the newest, where it is the normal
-//     trace of a crash that Open cuts off.
+//     sequence numbers going on from batch to batch without a gap, within a
+//     WAL and from each WAL to the next (a gap between WALs is a WAL
+//     missing, as Open finds it). A torn tail is reported in every WAL but
+//     the newest, where it is the normal trace of a crash that Open cuts
+//     off.
 //
 // Files that are not live, tables and WALs a crash left behind before Open
 // could remove them, are leftovers, not problems, and are not read: Open
@@ -170,7 +172,7 @@ func (c *checker) run() error {
 				return err
 			}
 		}
-		return c.checkLogs(logs)
+		return c.checkLogs(logs, false)
 	}
 	for _, files := range v.Levels {
 		for _, f := range files {
@@ -184,7 +186,7 @@ func (c *checker) run() error {
 		c.problem(db.fileName(fileTypeLog, db.logNum), -1,
 			"missing: the MANIFEST's log number says this WAL holds the writes no table holds yet")
 	}
-	return c.checkLogs(logs)
+	return c.checkLogs(logs, true)
 }
 
 // readManifest replays the MANIFEST CURRENT names with Open's own
@@ -262,9 +264,18 @@ func (c *checker) checkTable(num uint64, meta *manifest.FileMeta) error {
 	return err
 }
 
-// checkLogs reads the WALs nums, oldest first, record by record.
-func (c *checker) checkLogs(nums []uint64) error {
+// checkLogs reads the WALs nums, oldest first, record by record. With
+// live set, nums are the live WALs (the MANIFEST's log number and after),
+// whose batches go on from one to the next, as Open requires: a gap is a
+// batch or a WAL missing. Otherwise (the MANIFEST does not read whole)
+// nums are every WAL present, those of memtables already flushed included,
+// and a gap means nothing.
+func (c *checker) checkLogs(nums []uint64, live bool) error {
 	var last base.SeqNum // of the previous batch
+	// follows is whether the next batch must start at last+1: the WALs are
+	// live and no problem since the previous batch leaves what came
+	// between them unknown.
+	follows := false
 	newest, err := c.db.newestLog(nums)
 	if err != nil {
 		return err
@@ -276,6 +287,7 @@ func (c *checker) checkLogs(nums []uint64) error {
 			return err
 		}
 		r := wal.NewReader(f, name)
+		firstInLog := true
 		for {
 			rec, err := r.Next()
 			if errors.Is(err, io.EOF) {
@@ -283,6 +295,7 @@ func (c *checker) checkLogs(nums []uint64) error {
 			}
 			if errors.Is(err, base.ErrCorruption) {
 				c.problems = append(c.problems, err)
+				follows = false
 				break
 			}
 			if err != nil {
@@ -293,15 +306,25 @@ func (c *checker) checkLogs(nums []uint64) error {
 			switch {
 			case err != nil:
 				c.problems = append(c.problems, err)
-			case n > 0 && first <= last:
+			case n == 0:
+			case first <= last:
 				c.problem(name, r.Offset(), "batch starts at sequence number %d, not after the previous batch's %d", first, last)
+			case follows && first != last+1 && firstInLog:
+				// Open's rule (replayLogs): each WAL goes on from the
+				// one before it, so a gap is a WAL gone with its writes.
+				c.problem(name, r.Offset(), "the log starts at sequence number %d, but the log before it ends at %d: a WAL between them is missing", first, last)
+			case follows && first != last+1:
+				c.problem(name, r.Offset(), "batch at sequence number %d follows one ending at %d", first, last)
 			}
-			if err == nil && n > 0 {
-				last = first + base.SeqNum(n) - 1
+			if err != nil {
+				follows = false
+			} else if n > 0 {
+				last, follows, firstInLog = first+base.SeqNum(n)-1, live, false
 			}
 		}
 		if off, torn := r.TornTail(); torn && i < newest {
 			c.problem(name, off, "ends in a torn record, but a newer WAL with bytes in it follows it")
+			follows = false
 		}
 		f.Close()
 	}

@@ -22,6 +22,13 @@ const (
 	allocStepMax = 16 << 20
 )
 
+// The system calls remap makes, as variables so that a test can make them
+// fail the ways file systems do.
+var (
+	fallocate = unix.Fallocate
+	mmap      = unix.Mmap
+)
+
 // mapping is an operating-system file's state as a Mapper.
 type mapping struct {
 	data      []byte // the mapped window; nil if none
@@ -63,7 +70,7 @@ func (f osFile) remap(off, end int64) error {
 	if start+size > m.allocated {
 		step := min(max(m.allocated, allocStepMin), allocStepMax)
 		alloc := (start + size + step - 1) / step * step
-		if err := unix.Fallocate(int(f.Fd()), 0, 0, alloc); err != nil {
+		if err := allocate(int(f.Fd()), alloc); err != nil {
 			if first && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS)) {
 				return fmt.Errorf("%s: %w: fallocate: %v", f.Name(), ErrNotMappable, err)
 			}
@@ -71,7 +78,7 @@ func (f osFile) remap(off, end int64) error {
 		}
 		m.allocated = alloc
 	}
-	data, err := unix.Mmap(int(f.Fd()), start, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	data, err := mmap(int(f.Fd()), start, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		if first && (errors.Is(err, unix.ENODEV) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EINVAL)) {
 			// A file system that takes no shared writable mappings
@@ -87,6 +94,20 @@ func (f osFile) remap(off, end int64) error {
 	}
 	m.data, m.off = data, start
 	return nil
+}
+
+// allocate extends the file fd to size bytes with fallocate, allocating its
+// blocks. It retries a call a signal interrupted, as the os package does
+// its own calls: fallocate can fail with EINTR (tmpfs checks for signals as
+// it allocates, and undoes what the call allocated), and the Go runtime
+// signals its threads often (profiling, garbage collection). Allocating
+// what is already allocated changes nothing, so a retry is safe.
+func allocate(fd int, size int64) error {
+	for {
+		if err := fallocate(fd, 0, 0, size); err != unix.EINTR {
+			return err
+		}
+	}
 }
 
 // storeGuarded copies src into dst, a mapped window of the file name, and
