@@ -151,13 +151,14 @@ func TestMapRefusedAtFirstStore(t *testing.T) {
 func TestMapRefusedLater(t *testing.T) {
 	var refused int
 	for _, tc := range []struct {
-		name string
-		set  func(t *testing.T)
+		name     string
+		set      func(t *testing.T)
+		refusals int // ENOSPC is refused twice: a step ahead, then the bytes the store needs
 	}{
-		{"fallocate ENOSPC", func(t *testing.T) { vfs.SetMapCalls(t, refuseFallocate(unix.ENOSPC, 1<<20, &refused), nil) }},
-		{"fallocate EOPNOTSUPP", func(t *testing.T) { vfs.SetMapCalls(t, refuseFallocate(unix.EOPNOTSUPP, 1<<20, &refused), nil) }},
-		{"mmap ENODEV", func(t *testing.T) { vfs.SetMapCalls(t, nil, refuseMmap(unix.ENODEV, 1, &refused)) }},
-		{"mmap ENOMEM", func(t *testing.T) { vfs.SetMapCalls(t, nil, refuseMmap(unix.ENOMEM, 1, &refused)) }},
+		{"fallocate ENOSPC", func(t *testing.T) { vfs.SetMapCalls(t, refuseFallocate(unix.ENOSPC, 1<<20, &refused), nil) }, 2},
+		{"fallocate EOPNOTSUPP", func(t *testing.T) { vfs.SetMapCalls(t, refuseFallocate(unix.EOPNOTSUPP, 1<<20, &refused), nil) }, 1},
+		{"mmap ENODEV", func(t *testing.T) { vfs.SetMapCalls(t, nil, refuseMmap(unix.ENODEV, 1, &refused)) }, 1},
+		{"mmap ENOMEM", func(t *testing.T) { vfs.SetMapCalls(t, nil, refuseMmap(unix.ENOMEM, 1, &refused)) }, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			refused = 0
@@ -176,8 +177,8 @@ func TestMapRefusedLater(t *testing.T) {
 					acked = append(acked, rec)
 				}
 			}
-			if failed == nil || refused != 1 {
-				t.Fatalf("after %d records: error %v, %d refusals; want the refused store to fail", len(acked), failed, refused)
+			if failed == nil || refused != tc.refusals {
+				t.Fatalf("after %d records: error %v, %d refusals; want the refused store to fail after %d", len(acked), failed, refused, tc.refusals)
 			}
 			if errors.Is(failed, vfs.ErrNotMappable) {
 				t.Fatalf("a refusal after stores reads as ErrNotMappable: %v", failed)
@@ -252,4 +253,39 @@ func TestMapFirstMmapFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkMapLog(t, name, nil, 0)
+}
+
+// TestMapNearlyFullDisk: on a disk with room for the log but not for a
+// step of allocation ahead, the mapped log keeps storing records until the
+// bytes they need run out, as write(2) would, and then fails with nothing
+// lost.
+func TestMapNearlyFullDisk(t *testing.T) {
+	const room = 1<<20 + 450<<10 // bytes the disk can give the file
+	var refused int
+	vfs.SetMapCalls(t, refuseFallocate(unix.ENOSPC, room, &refused), nil)
+	name := filepath.Join(t.TempDir(), "log")
+	f, err := vfs.Default.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := wal.NewMappedWriter(f)
+	var acked [][]byte
+	var failed error
+	for i := 0; i < 25 && failed == nil; i++ {
+		rec := mapRecord(i)
+		if _, failed = w.WriteRecord(rec); failed == nil {
+			acked = append(acked, rec)
+		}
+	}
+	if !errors.Is(failed, unix.ENOSPC) {
+		t.Fatalf("after %d records: error %v, want ENOSPC", len(acked), failed)
+	}
+	// Each 100 KiB record takes its framing too: 14 fit in the room.
+	if want := 14; len(acked) != want {
+		t.Fatalf("stored %d records before the disk was full, want %d (%d refusals)", len(acked), want, refused)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkMapLog(t, name, acked, w.Size())
 }

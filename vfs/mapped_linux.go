@@ -10,7 +10,8 @@ import (
 )
 
 // How an operating-system file is mapped for Mapper. Stores go into a
-// window of mapWindow bytes (more if one store needs it) that slides along
+// window of mapWindow bytes (more if one store needs it, less on a disk too
+// full to allocate a step ahead: see remap) that slides along
 // the file, so that the pages a process keeps mapped, and its resident set,
 // stay within a window whatever the file's size. The file is allocated
 // ahead with fallocate in steps that double with the file, from
@@ -70,13 +71,23 @@ func (f osFile) remap(off, end int64) error {
 	if start+size > m.allocated {
 		step := min(max(m.allocated, allocStepMin), allocStepMax)
 		alloc := (start + size + step - 1) / step * step
-		if err := allocate(int(f.Fd()), alloc); err != nil {
+		err := allocate(int(f.Fd()), alloc)
+		if errors.Is(err, unix.ENOSPC) {
+			// A disk too full for a step ahead: allocate and map only the
+			// pages this store needs, so that the log fails where
+			// write(2) would, not up to a step earlier.
+			size = (end - start + page - 1) / page * page
+			if alloc, err = start+size, nil; alloc > m.allocated {
+				err = allocate(int(f.Fd()), alloc)
+			}
+		}
+		if err != nil {
 			if first && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS)) {
 				return fmt.Errorf("%s: %w: fallocate: %v", f.Name(), ErrNotMappable, err)
 			}
 			return &os.PathError{Op: "fallocate", Path: f.Name(), Err: err}
 		}
-		m.allocated = alloc
+		m.allocated = max(m.allocated, alloc)
 	}
 	data, err := mmap(int(f.Fd()), start, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
