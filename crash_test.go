@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shale-db/shale/internal/base"
 )
 
 var crashRounds = flag.Int("crash.rounds", 4, "rounds of kill -9 and recover in TestCrash and TestCrashCompaction (25 times as many with -long)")
@@ -25,7 +27,10 @@ var crashRounds = flag.Int("crash.rounds", 4, "rounds of kill -9 and recover in 
 // acknowledged range deletion too: none of the keys it deleted is back) and
 // that every batch the child began is there entirely or not at all. It runs
 // with the WAL mapped (its pages must survive the process) and written
-// (walModes), each in its own store.
+// (walModes), each in its own store. Odd rounds write values of up to
+// 4,000 bytes into an 8 MiB memtable and are killed only once 1.5 MiB have
+// been written, so that the WAL has grown through the mapping's first 1 MiB
+// window and allocation step; even rounds rotate it every 32 KiB.
 func TestCrash(t *testing.T) {
 	if dir := os.Getenv("SHALE_CRASH_CHILD"); dir != "" {
 		crashChild(dir, os.Getenv("SHALE_CRASH_ROUND"), crashChildWAL(), 1, false)
@@ -80,13 +85,14 @@ func crashRoundsIn(t *testing.T, test string, wal walMode) {
 		rounds *= 25
 	}
 	for round := 0; round < rounds; round++ {
-		res := runCrashChild(t, test, dir, wal, round, time.Duration(50+rng.IntN(400))*time.Millisecond)
+		res := runCrashChild(t, test, dir, wal, round, time.Duration(50+rng.IntN(400))*time.Millisecond, test == "TestCrash" && round%2 == 1)
 		switch {
 		case res.mapped && wal.write:
 			t.Fatalf("round %d: the child's WAL is mapped despite DisableWALMapping", round)
 		case !res.mapped && !wal.write:
 			t.Skipf("the file system of %s cannot map a WAL (no fallocate): the child wrote it with write(2)", dir)
 		}
+		walSize := largestWAL(t, dir)
 		maps.Copy(acked, res.acked)
 		for k := range res.deleting {
 			delete(acked, k)
@@ -118,8 +124,8 @@ func crashRoundsIn(t *testing.T, test string, wal walMode) {
 				t.Fatalf("round %d: batch %s partly applied: %d of %d keys", round, id, present, len(keys))
 			}
 		}
-		t.Logf("round %d: %d acknowledged writes (%d in all rounds), %d batches begun, %d keys range-deleted in all rounds, %d manual compactions done, all intact; %d tables in L0, %d below",
-			round, len(res.acked), len(acked), len(res.begun), len(gone), res.compactions, db.Metrics().Levels[0].Files, tablesBelowL0(db))
+		t.Logf("round %d: %d acknowledged writes (%d in all rounds), %d batches begun, %d keys range-deleted in all rounds, %d manual compactions done, all intact; %d tables in L0, %d below; the largest WAL at the kill was %s",
+			round, len(res.acked), len(acked), len(res.begun), len(gone), res.compactions, db.Metrics().Levels[0].Files, tablesBelowL0(db), base.FormatSize(uint64(walSize)))
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -138,6 +144,26 @@ type crashResult struct {
 	deleting, gone map[string]bool
 }
 
+// largestWAL returns the size of the largest WAL file in dir: for a mapped
+// WAL, how far it was allocated.
+func largestWAL(t *testing.T, dir string) int64 {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	for _, e := range entries {
+		if typ, _, ok := parseFileName(e.Name()); ok && typ == fileTypeLog {
+			info, err := e.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			size = max(size, info.Size())
+		}
+	}
+	return size
+}
+
 func tablesBelowL0(db *DB) int {
 	n := 0
 	for _, l := range db.Metrics().Levels[1:] {
@@ -147,8 +173,9 @@ func tablesBelowL0(db *DB) int {
 }
 
 // runCrashChild runs the child, writing with its WAL in mode wal, for about
-// d, kills it, and returns what it acknowledged.
-func runCrashChild(t *testing.T, test, dir string, wal walMode, round int, d time.Duration) crashResult {
+// d, kills it, and returns what it acknowledged. With far, d starts once
+// the child says it wrote 1.5 MiB.
+func runCrashChild(t *testing.T, test, dir string, wal walMode, round int, d time.Duration, far bool) crashResult {
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
 	cmd.Env = append(os.Environ(), "SHALE_CRASH_CHILD="+dir, "SHALE_CRASH_ROUND="+strconv.Itoa(round), "SHALE_CRASH_WAL="+wal.name)
 	cmd.Stderr = os.Stderr
@@ -181,7 +208,7 @@ func runCrashChild(t *testing.T, test, dir string, wal walMode, round int, d tim
 	for line := range lines {
 		f := strings.Fields(line)
 		switch {
-		case len(f) == 1 && f[0] == "ready":
+		case len(f) == 1 && (f[0] == "ready" && !far || f[0] == "far"):
 			ready = true
 			timer.Stop()
 			timer = time.AfterFunc(d, func() { cmd.Process.Kill() })
@@ -209,7 +236,7 @@ func runCrashChild(t *testing.T, test, dir string, wal walMode, round int, d tim
 	}
 	cmd.Wait()
 	if !ready {
-		t.Fatalf("round %d: the child did not open the store", round)
+		t.Fatalf("round %d: the child did not open the store, or did not write 1.5 MiB within a minute", round)
 	}
 	return res
 }
@@ -220,6 +247,10 @@ func runCrashChild(t *testing.T, test, dir string, wal walMode, round int, d tim
 // overwritten.
 func crashChild(dir, round string, wal walMode, writers int, compact bool) {
 	opts := &Options{MemTableSize: 32 << 10, L0CompactionThreshold: 2, LBaseMaxBytes: 256 << 10}
+	valueLen := 100
+	if n, _ := strconv.Atoi(round); n%2 == 1 && !compact {
+		opts.MemTableSize, valueLen = 8<<20, 4000
+	}
 	if compact {
 		opts = &Options{MemTableSize: 16 << 10, L0CompactionThreshold: 2, LBaseMaxBytes: 64 << 10, TargetFileSize: 16 << 10}
 	}
@@ -251,19 +282,21 @@ func crashChild(dir, round string, wal walMode, writers int, compact bool) {
 		}()
 	}
 	for w := 1; w < writers; w++ {
-		go crashWriter(db, fmt.Sprintf("r%s-w%d", round, w))
+		go crashWriter(db, fmt.Sprintf("r%s-w%d", round, w), valueLen)
 	}
-	crashWriter(db, fmt.Sprintf("r%s-w0", round))
+	crashWriter(db, fmt.Sprintf("r%s-w0", round), valueLen)
 }
 
-// crashWriter writes puts, batches (half of them range-deleting two of their
+// crashWriter writes puts (with values of up to valueLen bytes, printing
+// "far" once 1.5 MiB of them are written), batches (half of them range-deleting two of their
 // own keys) and range deletions of earlier batches, of keys named after
 // prefix, until the process is killed. It prints each write's keys before a
 // batch or range deletion and each acknowledgement after. Each line is one
 // write to stdout, so lines from concurrent writers do not interleave.
-func crashWriter(db *DB, prefix string) {
-	val := strings.Repeat("v", 100)
+func crashWriter(db *DB, prefix string, valueLen int) {
+	val := strings.Repeat("v", valueLen)
 	var committed []string // batch ids, for range deletions to delete
+	written := 0
 	for i := 0; ; i++ {
 		if i%11 == 10 && len(committed) > 0 {
 			// Delete an earlier batch's keys, which are its id, a dash
@@ -304,11 +337,14 @@ func crashWriter(db *DB, prefix string) {
 			continue
 		}
 		k := fmt.Sprintf("%s-p%d", prefix, i)
-		v := fmt.Sprintf("%s-%d", val[:i%100], i)
+		v := fmt.Sprintf("%s-%d", val[:i%valueLen], i)
 		if err := db.Put([]byte(k), []byte(v)); err != nil {
 			fmt.Fprintln(os.Stderr, "child put:", err)
 			os.Exit(2)
 		}
 		fmt.Println("put", k, v)
+		if written += len(k) + len(v); written >= 3<<19 && written-len(k)-len(v) < 3<<19 {
+			fmt.Println("far")
+		}
 	}
 }
