@@ -26,12 +26,24 @@
 // instead of returning them, so that a use after Free faults at once
 // rather than reading memory the kernel has handed to someone else.
 //
+// # When the kernel refuses
+//
+// Each buffer is a mapping of its own, and Linux limits a process's
+// mappings (vm.max_map_count, 65,530 by default; neighbouring mappings
+// merge, so this takes tens of thousands of live tables). A New the kernel
+// refuses with ENOMEM returns a buffer from the Go heap instead, which Free
+// then leaves to the collector, and a Free the kernel refuses with ENOMEM
+// (unmapping part of a merged mapping needs one more) leaves the buffer
+// mapped, lost until the process ends; Fallbacks counts both. Either way
+// the store goes on rather than the process dying.
+//
 // The package uses mmap and munmap (golang.org/x/sys/unix, which has them
 // on every Unix system), as the engine's vfs (file locks) ties it to Unix
 // systems already.
 package manual
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -46,10 +58,25 @@ var pageSize = os.Getpagesize()
 // inUse counts the bytes handed out by New and not yet freed.
 var inUse atomic.Int64
 
+// mmap and munmap are the kernel's calls, variables so that a test can
+// refuse them (TestKernelRefuses).
+var (
+	mmap   = unix.Mmap
+	munmap = unix.Munmap
+)
+
+// onHeap holds the buffers New took from the Go heap, by address, until
+// Free; heapNewCount and lostFreeCount count the refusals (see Fallbacks).
+var (
+	onHeap                      sync.Map
+	heapNewCount, lostFreeCount atomic.Int64
+)
+
 // New returns a zeroed buffer of n bytes outside the Go heap, with
 // len(b) == cap(b) == n; n == 0 gives nil. The buffer starts on a page
-// boundary. It panics if the kernel refuses the memory, as the runtime does
-// when the heap cannot grow.
+// boundary; if the kernel refuses the mapping with ENOMEM it comes from the
+// Go heap instead, aligned to 8 bytes. Any other refusal panics, as the
+// runtime does when the heap cannot grow.
 func New(n int) []byte {
 	if n == 0 {
 		return nil
@@ -57,8 +84,13 @@ func New(n int) []byte {
 	if n < 0 {
 		panic(fmt.Sprintf("manual: New(%d)", n))
 	}
-	m, err := unix.Mmap(-1, 0, roundUp(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
-	if err != nil {
+	m, err := mmap(-1, 0, roundUp(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	switch {
+	case errors.Is(err, unix.ENOMEM):
+		m = make([]byte, n)
+		onHeap.Store(unsafe.SliceData(m), m)
+		heapNewCount.Add(1)
+	case err != nil:
 		panic(fmt.Sprintf("manual: out of memory: mapping %d bytes: %v", n, err))
 	}
 	inUse.Add(int64(n))
@@ -71,18 +103,33 @@ func Free(b []byte) {
 		return
 	}
 	inUse.Add(-int64(cap(b)))
+	if _, ok := onHeap.LoadAndDelete(unsafe.SliceData(b)); ok {
+		return
+	}
 	m := unsafe.Slice(unsafe.SliceData(b), roundUp(cap(b)))
 	if checking.Load() {
 		quarantine(m)
 		return
 	}
-	if err := unix.Munmap(m); err != nil {
+	err := munmap(m)
+	if errors.Is(err, unix.ENOMEM) {
+		lostFreeCount.Add(1)
+		return
+	}
+	if err != nil {
 		panic(fmt.Sprintf("manual: Free of a buffer New did not give: %v", err))
 	}
 }
 
 // InUse returns the bytes New has handed out that are not yet freed.
 func InUse() int64 { return inUse.Load() }
+
+// Fallbacks returns how many buffers New took from the Go heap because the
+// kernel refused a mapping, and how many Free left mapped because the
+// kernel refused to unmap them (see the package comment).
+func Fallbacks() (heapNews, lostFrees int64) {
+	return heapNewCount.Load(), lostFreeCount.Load()
+}
 
 func roundUp(n int) int { return (n + pageSize - 1) &^ (pageSize - 1) }
 

@@ -5,6 +5,9 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestNewFree(t *testing.T) {
@@ -63,4 +66,56 @@ func TestUseAfterFreeFaults(t *testing.T) {
 	if !strings.Contains(string(out), "fault") || strings.Contains(string(out), "read after free:") {
 		t.Fatalf("the child failed, but not by faulting on the freed buffer: %v\n%s", err, out)
 	}
+}
+
+// TestKernelRefuses: a mapping the kernel refuses with ENOMEM (a process at
+// its limit of mappings) comes from the Go heap instead, and an unmapping
+// it refuses with ENOMEM leaves the buffer mapped; neither panics, and
+// InUse and Fallbacks account for both. Other refusals still panic.
+func TestKernelRefuses(t *testing.T) {
+	realMmap, realMunmap := mmap, munmap
+	t.Cleanup(func() { mmap, munmap = realMmap, realMunmap })
+	before := InUse()
+	heap0, lost0 := Fallbacks()
+
+	mmap = func(int, int64, int, int, int) ([]byte, error) { return nil, unix.ENOMEM }
+	b := New(3<<20 + 5)
+	if len(b) != 3<<20+5 || cap(b) != len(b) {
+		t.Fatalf("New from the heap: len %d, cap %d", len(b), cap(b))
+	}
+	if addr := uintptr(unsafe.Pointer(unsafe.SliceData(b))); addr%8 != 0 {
+		t.Fatalf("New from the heap at %#x: not aligned to 8 bytes", addr)
+	}
+	for i := range b {
+		if b[i] != 0 {
+			t.Fatalf("New from the heap: byte %d is %d, want 0", i, b[i])
+		}
+		b[i] = byte(i)
+	}
+	mmap = realMmap
+	c := New(100) // a mapping
+
+	munmap = func([]byte) error { return unix.ENOMEM }
+	Free(b)
+	Free(c)
+	if heap, lost := Fallbacks(); heap-heap0 != 1 || lost-lost0 != 1 {
+		t.Fatalf("Fallbacks = %d from the heap, %d lost; want 1 and 1", heap-heap0, lost-lost0)
+	}
+	if got := InUse(); got != before {
+		t.Fatalf("InUse = %d after freeing both, want %d", got, before)
+	}
+	if _, ok := onHeap.Load(unsafe.SliceData(b)); ok {
+		t.Fatal("a heap buffer is still tracked after Free")
+	}
+
+	mmap = func(int, int64, int, int, int) ([]byte, error) { return nil, unix.EINVAL }
+	defer func() {
+		if recover() == nil {
+			t.Fatal("New did not panic when the kernel refused a mapping with EINVAL")
+		}
+		if got := InUse(); got != before {
+			t.Errorf("InUse = %d after a refused New, want %d", got, before)
+		}
+	}()
+	New(100)
 }

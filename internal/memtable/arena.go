@@ -49,8 +49,9 @@ func (s *slab[T]) alloc(n int) []T {
 	return s.buf[i : i+n : i+n]
 }
 
-// newBuffer returns n zeroed Ts in a new buffer from manual.New, which starts
-// on a page boundary and so is aligned for any T.
+// newBuffer returns n zeroed Ts in a new buffer from manual.New, which is
+// aligned to a page, or to 8 bytes when it falls back to the heap: enough
+// for any T.
 func (s *slab[T]) newBuffer(n int) []T {
 	b := manual.New(n * int(unsafe.Sizeof(*new(T))))
 	s.held = append(s.held, b)
