@@ -272,17 +272,19 @@ func openBench(cfg config, dir string, bloomBits int, autoCompactions bool) (*be
 	return &bench{cfg: cfg, db: db, pool: pool, perm: permutation.New(cfg.n, uint64(cfg.seed))}, nil
 }
 
+// valuePiece is the length of the pieces valuePool makes.
+const valuePiece = 100
+
 // valuePool returns the n bytes that values are cut from, made as
-// db_bench's -compression_ratio makes them: pieces of 100 bytes, each the
-// first ratio*100 bytes of it random and the rest repeating them, so that
-// snappy shrinks the data to about ratio of its size. Ratio 1 makes every
-// byte random (incompressible).
+// db_bench's -compression_ratio makes them: pieces of valuePiece bytes,
+// each the first ratio*valuePiece bytes of it random and the rest
+// repeating them, so that snappy shrinks a piece to about ratio of its
+// size. Ratio 1 makes every byte random (incompressible).
 func valuePool(rng *rand.Rand, n int, ratio float64) []byte {
-	const pieceLen = 100
-	random := max(1, int(ratio*pieceLen))
+	random := max(1, int(ratio*valuePiece))
 	pool := make([]byte, n)
-	for start := 0; start < n; start += pieceLen {
-		piece := pool[start:min(start+pieceLen, n)]
+	for start := 0; start < n; start += valuePiece {
+		piece := pool[start:min(start+valuePiece, n)]
 		for i := range min(random, len(piece)) {
 			piece[i] = byte(rng.Uint32())
 		}
@@ -503,8 +505,19 @@ func (w *worker) key(i int) []byte {
 func (w *worker) missingKey(i int) []byte { return append(w.key(i), '.') }
 
 func (w *worker) put(i int) error {
+	return w.b.db.Put(w.key(i), w.value())
+}
+
+// value returns a value to write: -value-size bytes of the pool from a
+// random offset, which with -compression-ratio below 1 is the start of a
+// piece of the pool (see valuePool), as db_bench's values start at one: a
+// value cut across pieces would compress less than the ratio says.
+func (w *worker) value() []byte {
 	off := w.rng.IntN(len(w.b.pool) - w.b.cfg.valueSize + 1)
-	return w.b.db.Put(w.key(i), w.b.pool[off:off+w.b.cfg.valueSize])
+	if w.b.cfg.compressionRatio < 1 {
+		off -= off % valuePiece
+	}
+	return w.b.pool[off : off+w.b.cfg.valueSize]
 }
 
 // iter returns the worker's iterator, opening it on first use.
