@@ -137,6 +137,10 @@ type scanPlan struct {
 	// ranged holds what each table's range filter said (see rangeFilter).
 	ranged map[uint64]*rangeFilterMaybe
 	trace  *scanTracer // nil unless the scan is traced
+	// compaction makes the plan read every table whole, sequentially and
+	// past the block cache (sstable.Reader.NewScanIter): a compaction's
+	// input. Such a plan has no bounds, prefix or trace.
+	compaction bool
 }
 
 func (db *DB) newScanPlan(opts *IterOptions, trace *scanTracer) *scanPlan {
@@ -157,6 +161,9 @@ func (db *DB) newScanPlan(opts *IterOptions, trace *scanTracer) *scanPlan {
 // says it holds no key within them (both bounds set), or its filter says
 // it holds no key with the prefix. Only an open iterator reads blocks.
 func (p *scanPlan) open(v *version, level int, m *manifest.FileMeta) base.InternalIterator {
+	if p.compaction {
+		return v.tables[m.FileNum].reader.NewScanIter()
+	}
 	if p.outside(m) {
 		p.trace.file(level, m, ScanKeyRange, false, false)
 		return nil

@@ -25,23 +25,26 @@ var allBenchmarks = []string{"fillseq", "fillrandom", "overwrite", "readrandom",
 
 // config is what the flags say.
 type config struct {
-	benchmarks     []string
-	n              int
-	reads          int // operations per read workload (0: n)
-	settle         bool
-	keySize        int
-	valueSize      int
-	bloomBits      int
-	cacheSize      int
-	sync           bool
-	concurrency    int
-	dir            string
-	compareFilters bool
-	json           bool
-	plot           string
-	seed           int64
-	progress       bool // draw progress bars
-	metrics        bool // print the store's metrics after the run
+	benchmarks []string
+	n          int
+	reads      int // operations per read workload (0: n)
+	settle     bool
+	keySize    int
+	valueSize  int
+	// compressionRatio is the size snappy compresses values to, as a
+	// fraction of their size: 1 for random values (see valuePool).
+	compressionRatio float64
+	bloomBits        int
+	cacheSize        int
+	sync             bool
+	concurrency      int
+	dir              string
+	compareFilters   bool
+	json             bool
+	plot             string
+	seed             int64
+	progress         bool // draw progress bars
+	metrics          bool // print the store's metrics after the run
 	// YCSB: -workload (empty: the db_bench workloads of benchmarks),
 	// -records, -ops and -row-cache.
 	workload string
@@ -81,6 +84,8 @@ func (cfg *config) validate() error {
 		return fmt.Errorf("-key-size %d cannot hold %d distinct decimal keys: use at least %d", cfg.keySize, cfg.n, len(strconv.Itoa(cfg.n-1)))
 	case cfg.valueSize < 0:
 		return errors.New("-value-size must not be negative")
+	case !(cfg.compressionRatio > 0 && cfg.compressionRatio <= 1):
+		return fmt.Errorf("-compression-ratio %g is not in (0, 1]", cfg.compressionRatio)
 	case cfg.rowCache < 0:
 		return errors.New("-row-cache must not be negative")
 	case cfg.concurrency < 1:
@@ -263,12 +268,31 @@ func openBench(cfg config, dir string, bloomBits int, autoCompactions bool) (*be
 	if err != nil {
 		return nil, err
 	}
-	rng := newRand(cfg.seed, 0)
-	pool := make([]byte, max(1<<20, 2*cfg.valueSize))
-	for i := range pool {
-		pool[i] = byte(rng.Uint32())
-	}
+	pool := valuePool(newRand(cfg.seed, 0), max(1<<20, 2*cfg.valueSize), cfg.compressionRatio)
 	return &bench{cfg: cfg, db: db, pool: pool, perm: permutation.New(cfg.n, uint64(cfg.seed))}, nil
+}
+
+// valuePiece is the length of the pieces valuePool makes.
+const valuePiece = 100
+
+// valuePool returns the n bytes that values are cut from, made as
+// db_bench's -compression_ratio makes them: pieces of valuePiece bytes,
+// each the first ratio*valuePiece bytes of it random and the rest
+// repeating them, so that snappy shrinks a piece to about ratio of its
+// size. Ratio 1 makes every byte random (incompressible).
+func valuePool(rng *rand.Rand, n int, ratio float64) []byte {
+	random := max(1, int(ratio*valuePiece))
+	pool := make([]byte, n)
+	for start := 0; start < n; start += valuePiece {
+		piece := pool[start:min(start+valuePiece, n)]
+		for i := range min(random, len(piece)) {
+			piece[i] = byte(rng.Uint32())
+		}
+		for i := random; i < len(piece); i++ {
+			piece[i] = piece[i-random]
+		}
+	}
+	return pool
 }
 
 func (b *bench) close() { b.db.Close() }
@@ -481,8 +505,19 @@ func (w *worker) key(i int) []byte {
 func (w *worker) missingKey(i int) []byte { return append(w.key(i), '.') }
 
 func (w *worker) put(i int) error {
+	return w.b.db.Put(w.key(i), w.value())
+}
+
+// value returns a value to write: -value-size bytes of the pool from a
+// random offset, which with -compression-ratio below 1 is the start of a
+// piece of the pool (see valuePool), as db_bench's values start at one: a
+// value cut across pieces would compress less than the ratio says.
+func (w *worker) value() []byte {
 	off := w.rng.IntN(len(w.b.pool) - w.b.cfg.valueSize + 1)
-	return w.b.db.Put(w.key(i), w.b.pool[off:off+w.b.cfg.valueSize])
+	if w.b.cfg.compressionRatio < 1 {
+		off -= off % valuePiece
+	}
+	return w.b.pool[off : off+w.b.cfg.valueSize]
 }
 
 // iter returns the worker's iterator, opening it on first use.

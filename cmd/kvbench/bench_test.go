@@ -10,18 +10,21 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/golang/snappy"
 )
 
 func smallConfig() config {
 	return config{
-		benchmarks:  allBenchmarks,
-		n:           2000,
-		keySize:     16,
-		valueSize:   100,
-		bloomBits:   10,
-		cacheSize:   -1, // every block a lookup needs is a disk read
-		concurrency: 2,
-		seed:        1,
+		benchmarks:       allBenchmarks,
+		n:                2000,
+		keySize:          16,
+		valueSize:        100,
+		compressionRatio: 1,
+		bloomBits:        10,
+		cacheSize:        -1, // every block a lookup needs is a disk read
+		concurrency:      2,
+		seed:             1,
 	}
 }
 
@@ -256,5 +259,33 @@ func checkPNG(t *testing.T, file string, width, height int) {
 	}
 	if b := img.Bounds(); b.Dx() < width || b.Dy() < height {
 		t.Errorf("%s: picture is %v, want at least %dx%d", file, b, width, height)
+	}
+}
+
+// TestValuePool checks that -compression-ratio 1 keeps the random values
+// kvbench always had, and that lower ratios compress to about that ratio.
+func TestValuePool(t *testing.T) {
+	const n = 1 << 16
+	rng := newRand(1, 0)
+	random := make([]byte, n)
+	for i := range random {
+		random[i] = byte(rng.Uint32())
+	}
+	if !bytes.Equal(valuePool(newRand(1, 0), n, 1), random) {
+		t.Error("ratio 1 changed the values")
+	}
+	for _, ratio := range []float64{0.25, 0.5, 1} {
+		cfg := smallConfig()
+		cfg.compressionRatio = ratio
+		w := &worker{b: &bench{cfg: cfg, pool: valuePool(newRand(1, 0), n, ratio)}, rng: newRand(1, 1)}
+		var raw, compressed int
+		for range 1000 {
+			v := w.value()
+			raw, compressed = raw+len(v), compressed+len(snappy.Encode(nil, v))
+		}
+		got := float64(compressed) / float64(raw)
+		if got < ratio-0.1 || got > ratio+0.1 {
+			t.Errorf("ratio %g: snappy compresses values to %.2f", ratio, got)
+		}
 	}
 }

@@ -17,7 +17,8 @@
 //	seekrandom   seek to n random keys and read the entry there
 //
 // Key i is the decimal number i, zero-padded to -key-size bytes; values are
-// -value-size random bytes. A store holds -n keys; each workload runs -n
+// -value-size random bytes, or with -compression-ratio below 1 bytes that
+// snappy compresses to that fraction of their size. A store holds -n keys; each workload runs -n
 // operations, or -reads for the read workloads when set. -concurrency splits
 // each workload's operations among that many goroutines.
 //
@@ -90,6 +91,7 @@ func main() {
 	flag.IntVar(&cfg.n, "n", 1_000_000, "operations per workload, and the number of keys")
 	flag.IntVar(&cfg.keySize, "key-size", 16, "key size in bytes")
 	flag.IntVar(&cfg.valueSize, "value-size", 100, "value size in bytes")
+	flag.Float64Var(&cfg.compressionRatio, "compression-ratio", 1, "the fraction of its size that snappy compresses a value to (db_bench's -compression_ratio); 1: random, incompressible values")
 	flag.IntVar(&cfg.bloomBits, "bloom-bits", 10, "Bloom filter bits per key (-1: no filters)")
 	flag.IntVar(&cfg.cacheSize, "cache-size", 8<<20, "block cache size in bytes (negative: no cache)")
 	flag.BoolVar(&cfg.sync, "sync", false, "fsync every write")

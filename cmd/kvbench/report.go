@@ -102,18 +102,20 @@ type report struct {
 }
 
 type configReport struct {
-	N              int  `json:"n"`
-	KeySize        int  `json:"key_size"`
-	ValueSize      int  `json:"value_size"`
-	BloomBits      int  `json:"bloom_bits"`
-	CacheSize      int  `json:"cache_size"`
-	Sync           bool `json:"sync"`
-	Concurrency    int  `json:"concurrency"`
-	CompareFilters bool `json:"compare_filters"`
+	N         int `json:"n"`
+	KeySize   int `json:"key_size"`
+	ValueSize int `json:"value_size"`
+	// CompressionRatio is -compression-ratio.
+	CompressionRatio float64 `json:"compression_ratio"`
+	BloomBits        int     `json:"bloom_bits"`
+	CacheSize        int     `json:"cache_size"`
+	Sync             bool    `json:"sync"`
+	Concurrency      int     `json:"concurrency"`
+	CompareFilters   bool    `json:"compare_filters"`
 }
 
 func reportConfig(cfg config) configReport {
-	return configReport{cfg.n, cfg.keySize, cfg.valueSize, cfg.bloomBits, cfg.cacheSize, cfg.sync, cfg.concurrency, cfg.compareFilters}
+	return configReport{cfg.n, cfg.keySize, cfg.valueSize, cfg.compressionRatio, cfg.bloomBits, cfg.cacheSize, cfg.sync, cfg.concurrency, cfg.compareFilters}
 }
 
 func (r *report) writeJSON(w io.Writer) error {
@@ -145,8 +147,12 @@ func (r *report) writeText(w io.Writer) {
 		fmt.Fprintf(w, "tree after the run: %s\n", r.Tree[0])
 		return
 	}
-	fmt.Fprintf(w, "n=%d, keys %d B, values %d B, %s, %s, %s, goroutines: %d\n",
-		c.N, c.KeySize, c.ValueSize, filters, cache, sync, c.Concurrency)
+	values := "random"
+	if c.CompressionRatio < 1 {
+		values = fmt.Sprintf("compressible to %.2f", c.CompressionRatio)
+	}
+	fmt.Fprintf(w, "n=%d, keys %d B, values %d B (%s), %s, %s, %s, goroutines: %d\n",
+		c.N, c.KeySize, c.ValueSize, values, filters, cache, sync, c.Concurrency)
 	if len(r.Results) > 0 && !c.CompareFilters {
 		writeTable(w, r.Results)
 		fmt.Fprintf(w, "tree after the run: %s\n", r.Tree[0])

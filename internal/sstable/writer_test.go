@@ -313,3 +313,73 @@ func TestBytesPerSync(t *testing.T) {
 		}
 	}
 }
+
+// TestIncompressibleDataSkipsSnappy writes one entry per data block and
+// checks which blocks are stored compressed: data that compresses is
+// compressed in every block; after a run of incompressible blocks the
+// writer stops trying snappy, so compressible blocks that follow stay raw
+// until the next probe (incompressibleProbe), and from the first probe that
+// compresses every block is compressed again.
+func TestIncompressibleDataSkipsSnappy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	random := func() []byte {
+		v := make([]byte, 600)
+		for i := range v {
+			v[i] = byte(rng.Uint32())
+		}
+		return v
+	}
+	compressible := bytes.Repeat([]byte("abcdefgh"), 75)
+	const n = 40 // blocks in each half; not a multiple of incompressibleProbe
+	for _, tc := range []struct {
+		name  string
+		value func(i int) []byte
+		want  func(i int) string
+	}{
+		{"compressible", func(int) []byte { return compressible }, func(int) string { return "snappy" }},
+		{"random then compressible",
+			func(i int) []byte {
+				if i < n {
+					return random()
+				}
+				return compressible
+			},
+			func(i int) string {
+				// The block after n raw ones is tried only at the next
+				// multiple of incompressibleProbe.
+				if i < (n/incompressibleProbe+1)*incompressibleProbe {
+					return "raw"
+				}
+				return "snappy"
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			var entries []kv
+			for i := range 2 * n {
+				entries = append(entries, kv{base.MakeInternalKey(fmt.Appendf(nil, "k%04d", i), 1, base.KindSet), tc.value(i)})
+			}
+			buildTable(t, fs, "t.sst", entries, WriterOptions{BlockSize: 256})
+			r := openTable(t, fs, "t.sst", ReaderOptions{})
+			defer r.Close()
+			layout, err := describeLayout(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, line := range strings.Split(layout, "\n") {
+				if f := strings.Fields(line); len(f) > 3 && f[0] == "data" {
+					got = append(got, strings.TrimSuffix(f[3], ":"))
+				}
+			}
+			if len(got) != 2*n {
+				t.Fatalf("%d data blocks, want %d:\n%s", len(got), 2*n, layout)
+			}
+			for i, g := range got {
+				if g != tc.want(i) {
+					t.Fatalf("data block %d stored %s, want %s:\n%s", i, g, tc.want(i), layout)
+				}
+			}
+		})
+	}
+}
