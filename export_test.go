@@ -145,7 +145,9 @@ func TestExportFilterSnapshot(t *testing.T) {
 		}
 	}
 	writeKey := func(i int) []byte { return fmt.Appendf(nil, "w%08d", i) }
-	var written atomic.Int64 // writes acknowledged
+	// begun counts the writes begun, written those acknowledged: a write
+	// is visible from some moment between the two.
+	var begun, written atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -157,6 +159,7 @@ func TestExportFilterSnapshot(t *testing.T) {
 				return
 			default:
 			}
+			begun.Store(int64(i + 1))
 			if err := db.Put(writeKey(i), nil); err != nil {
 				t.Error(err)
 				return
@@ -173,10 +176,10 @@ func TestExportFilterSnapshot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		after := int(written.Load())
+		after := int(begun.Load())
 		j := count - base
 		if j < before || j > after {
-			t.Fatalf("export counted %d written keys; %d were written before it began and %d when it ended", j, before, after)
+			t.Fatalf("export counted %d written keys; %d were written before it began and %d begun when it ended", j, before, after)
 		}
 		for i := range after + 100 {
 			if f.MayContain(writeKey(i)) != (i < j) {
