@@ -54,7 +54,7 @@ var (
 // Lock order: a goroutine holding one of these locks takes only those after
 // it in this list. closeMu (shared, by every public call) before compactMu,
 // manifestMu, mu, itersMu, retireMu and filterCounts.mu, in that order.
-// commitMu is never held with another lock. Reads (Get, NewIter) take none
+// commitMu is held with no other lock but closeMu. Reads (Get, NewIter) take none
 // of them but closeMu for their state: they load readState.
 type DB struct {
 	dir  string

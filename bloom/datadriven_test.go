@@ -70,8 +70,6 @@ func TestDataDriven(t *testing.T) {
 	})
 }
 
-// inputHashes returns the hashes of the keys of d: key%010d for
-// seq=(i,j), else the words of the input.
 // describe summarizes an encoded filter from its trailer: its keys, size
 // and expected rate.
 func describe(t *testing.T, data []byte) string {

@@ -48,9 +48,9 @@ type WritebackStarter interface {
 // before, and Write must not be mixed with them. Not safe for concurrent use.
 type Mapper interface {
 	// StoreAt copies p into the file at offset off. A file system that
-	// cannot allocate ahead (fallocate) fails the first store with an error
-	// matching ErrNotMappable, having stored nothing; the caller then uses
-	// Write.
+	// cannot allocate ahead (fallocate) or map the file fails the first
+	// store with an error matching ErrNotMappable, having stored nothing;
+	// the caller then uses Write.
 	StoreAt(p []byte, off int64) error
 	// Cut releases the mapping and truncates the file to size, the end of
 	// the last store, removing the zeros allocated past it. It makes
@@ -59,7 +59,8 @@ type Mapper interface {
 }
 
 // ErrNotMappable is returned (wrapped) by the first Mapper.StoreAt of a file
-// the file system cannot allocate ahead of its stores.
+// the file system cannot allocate ahead or map, and by a wrapping file
+// system (ErrorFS) whose file is no Mapper.
 var ErrNotMappable = errors.New("vfs: file system cannot allocate a file ahead of a mapping")
 
 // FS is a file system.

@@ -182,9 +182,12 @@ type MemTable struct {
 	tombstones []rangedel.Tombstone
 	fragmented atomic.Pointer[rangedel.Spans]
 
+	// keys holds the user keys added, if NewFiltered made it (nil
+	// otherwise): the writer adds to it, readers probe it (MayContain).
+	keys *bloom.Concurrent
+
 	// Used only by the writer.
-	keys  *bloom.Concurrent // the user keys added, if NewFiltered made it; nil otherwise
-	rng   rand.PCG          // picks tower heights; seeded the same in every memtable so runs repeat
+	rng   rand.PCG // picks tower heights; seeded the same in every memtable so runs repeat
 	bytes slab[byte]
 	nodes slab[node]
 	highs slab[atomic.Pointer[node]]

@@ -41,7 +41,9 @@ type ReaderOptions struct {
 	Stats *Stats
 }
 
-// Stats count what readers do. The fields are updated atomically.
+// Stats count what readers do. The fields are updated atomically. A Get's
+// filter outcomes are not here: they are counted per table (see
+// Reader.FilterCounts), once each, and the DB adds up its tables.
 type Stats struct {
 	// BlockReads counts blocks read from files, not served by the cache,
 	// including the metaindex, index, properties and filter blocks that
@@ -49,8 +51,6 @@ type Stats struct {
 	BlockReads atomic.Int64
 	// CacheHits counts data blocks served by the cache.
 	CacheHits atomic.Int64
-	// A Get's filter outcomes are counted per table only (see
-	// Reader.FilterCounts), once each: the DB adds up its tables.
 	// PrefixChecks counts the MayContainPrefix calls that consulted a
 	// table's filter, and PrefixSkips those answered "definitely not".
 	PrefixChecks, PrefixSkips atomic.Int64
