@@ -744,13 +744,6 @@ func describeRangeFilter(o *rangefilter.Options) string {
 	return fmt.Sprintf("range filters of %d bits/key", o.BitsPerKey)
 }
 
-func count(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 func cmdOpen(sh *shell, args []string, _ map[string]string) error {
 	dir := args[0]
 	if sh.snap != nil {

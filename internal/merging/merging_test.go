@@ -88,7 +88,6 @@ func FuzzMergingIter(f *testing.F) {
 // mergedEntry is an entry of the model: the sorted union of the children.
 type mergedEntry struct {
 	key   base.InternalKey
-	child int
 	value []byte
 }
 
@@ -111,7 +110,7 @@ func checkMergingIter(t *testing.T, src itertest.Intner) {
 		values := make([][]byte, len(keys))
 		for i, k := range keys {
 			values[i] = fmt.Appendf(nil, "child%d.%d", c, i)
-			model = append(model, mergedEntry{k, c, values[i]})
+			model = append(model, mergedEntry{k, values[i]})
 		}
 		children[c] = itertest.NewSliceIter(keys, values)
 	}
