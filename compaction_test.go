@@ -362,8 +362,14 @@ func TestDeletionsReclaimSpace(t *testing.T) {
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	if !db.Metrics().CompactionDue {
+		t.Fatalf("no compaction due after the deletions:\n%s", db.Metrics())
+	}
 	settleCompactions(t, db)
 	settled := db.Metrics()
+	if settled.CompactionDue {
+		t.Fatalf("a compaction still due once the picker wants none:\n%s", settled)
+	}
 	if err := db.Compact(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/compaction"
+	"github.com/shale-db/shale/internal/manual"
 )
 
 // Metrics is a snapshot of the store's counters and shape.
@@ -41,9 +42,9 @@ type Metrics struct {
 	FilterMemory int64
 	IndexMemory  int64
 
-	BlockCacheHits  int64
-	BlockCacheMiss  int64
-	BlockCacheBytes int64
+	BlockCacheHits  int64 // data blocks served by the block cache
+	BlockCacheMiss  int64 // data blocks the block cache did not hold, read from the file
+	BlockCacheBytes int64 // uncompressed blocks the block cache holds now
 	RowCacheHits    int64 // table lookups answered by the row cache
 	RowCacheMisses  int64 // table lookups that consulted the row cache and read blocks
 	RowCacheBytes   int64 // charged to the row cache now: keys, values and bookkeeping
@@ -89,15 +90,21 @@ type Metrics struct {
 	WALWrites      int64 // commit groups written to WALs since Open: a write call each, unless mapped
 	UserBytes      int64 // key and value bytes written since Open
 
-	Flushes      int64
+	Flushes      int64 // memtables written as L0 tables since Open
 	FlushBytes   int64 // bytes of L0 tables written by flushes
-	Compactions  int64
+	Compactions  int64 // compactions since Open, moves and delete-only ones included
 	TrivialMoves int64 // tables moved down a level without a rewrite
 	// DeleteOnlyCompactions counts the version edits that dropped, without
 	// reading them, tables a newer range tombstone deletes wholly.
 	DeleteOnlyCompactions int64
-	CompactionBytesIn     int64
-	CompactionBytesOut    int64
+	CompactionBytesIn     int64 // bytes of the tables compactions read
+	CompactionBytesOut    int64 // bytes of the tables compactions wrote
+	// CompactionDue reports whether a compaction is wanted now: a level
+	// scoring >= 1, a table above the bottom level that is at least half
+	// point deletions (then every score may be below 1), or tables a range
+	// tombstone deletes wholly. With ImmutableTables at 0 and this false,
+	// the tree is settled.
+	CompactionDue bool
 	// WriteAmp is (WAL + flush + compaction bytes written) / user bytes.
 	WriteAmp float64
 	// StallTime is the time writes waited at a hard stop: for a flush, with
@@ -110,9 +117,16 @@ type Metrics struct {
 	// with the number of L0 files, paid in pauses of at least 10 ms.
 	Slowdowns    int64
 	SlowdownTime time.Duration
-	LastSeqNum   uint64
-	Snapshots    int
-	BackgroundOK bool // false once a flush, compaction or WAL write failed
+	LastSeqNum   uint64 // the sequence number of the newest write
+	Snapshots    int    // snapshots open
+	BackgroundOK bool   // false once a flush, compaction or WAL write failed
+	// MappingRefusals counts the memory mappings the kernel refused this
+	// process for off-heap buffers (filters, indexes, memtable slabs): each
+	// such buffer came from the Go heap instead, or stayed mapped after its
+	// last use. It is not zero only at the kernel's limit of mappings
+	// (vm.max_map_count; see README "Known limits"), and it counts for
+	// every store in the process.
+	MappingRefusals int64
 }
 
 // LevelMetrics describes one level of the tree.
@@ -129,7 +143,8 @@ type LevelMetrics struct {
 	// Options.L0CompactionThreshold), divided by the same ratio of the
 	// level it compacts into when that one is over its target, so that a
 	// level below is drained before more is merged into it. The bottom
-	// level's score is 0.
+	// level's score is 0. A compaction can be due with every score below
+	// 1: see Metrics.CompactionDue.
 	Score float64
 	// BytesWritten is the bytes of tables written into the level since
 	// Open: by flushes for L0, by compactions below. Tables moved down
@@ -173,6 +188,7 @@ func (db *DB) Metrics() Metrics {
 	m.TableCacheReopens = db.tableCache.reopens.Load()
 	scores, baseLevel := compaction.Scores(v.Version, db.opts.compactionOptions())
 	m.BaseLevel = baseLevel
+	m.CompactionDue = compaction.Pick(v.Version, db.opts.compactionOptions()) != nil || len(deleteOnlyFiles(v, db.snapshotSeqs())) > 0
 	for level, files := range v.Levels {
 		lm := LevelMetrics{Files: len(files), Bytes: int64(v.LevelSize(level)), BytesWritten: db.stats.levelBytesWritten[level].Load()}
 		if level < len(scores) {
@@ -210,6 +226,8 @@ func (db *DB) Metrics() Metrics {
 	m.Snapshots = len(db.snapshots)
 	m.BackgroundOK = db.bgErr == nil
 	db.mu.Unlock()
+	heapNews, lostFrees := manual.Fallbacks()
+	m.MappingRefusals = heapNews + lostFrees
 	return m
 }
 
@@ -243,6 +261,9 @@ func (m Metrics) String() string {
 		humanBytes(m.MemoryTotal), humanBytes(m.FilterMemory), humanBytes(m.IndexMemory),
 		humanBytes(m.MemTableBytes), humanBytes(m.ImmutableMemTableBytes), humanBytes(m.MemTableFilterBytes),
 		humanBytes(m.BlockCacheBytes), humanBytes(m.RowCacheBytes))
+	if m.MappingRefusals > 0 {
+		fmt.Fprintf(&b, "memory mappings refused: %d (the process is at vm.max_map_count: off-heap buffers taken from the Go heap or left mapped)\n", m.MappingRefusals)
+	}
 	fmt.Fprintf(&b, "open files: %d (%s); table cache: %d hits, %d reopens\n",
 		m.OpenFiles, plural(m.TableFilesOpen, "table"), m.TableCacheHits, m.TableCacheReopens)
 	fmt.Fprintf(&b, "disk reads: %d blocks; block cache: %d hits, %d misses, %s; row cache: %d hits, %d misses, %s\n",

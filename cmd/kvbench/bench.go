@@ -466,15 +466,7 @@ func (b *bench) settle(before shale.Metrics, ioBefore procstat.IO) (*settleResul
 
 // compactionsDone reports whether m shows no flush or compaction wanted.
 func compactionsDone(m shale.Metrics) bool {
-	if m.ImmutableTables > 0 {
-		return false
-	}
-	for _, l := range m.Levels {
-		if l.Score >= 1 {
-			return false
-		}
-	}
-	return true
+	return m.ImmutableTables == 0 && !m.CompactionDue
 }
 
 // worker is one goroutine's state.

@@ -60,17 +60,14 @@ func multiLevelStore(t testing.TB) string {
 	return dir
 }
 
-// settle waits, for at most a minute, until no level wants a compaction.
+// settle waits, for at most a minute, until no flush or compaction is
+// wanted.
 func settle(t testing.TB, db *shale.DB) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		m := db.Metrics()
-		busy := m.ImmutableTables > 0
-		for _, l := range m.Levels {
-			busy = busy || l.Score >= 1
-		}
-		if !busy {
+		if m.ImmutableTables == 0 && !m.CompactionDue {
 			return
 		}
 		if time.Now().After(deadline) {
