@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/shale-db/shale/vfs"
 )
@@ -410,7 +409,9 @@ func TestNoSyncFlushSurvivesPowerLoss(t *testing.T) {
 // TestMissingWAL: a WAL that holds unflushed writes and is gone fails Open
 // with ErrCorruption naming it: the one at the MANIFEST's log number, and
 // one in the middle of the sequence (caught by the gap in sequence numbers,
-// named by the WAL after the gap).
+// named by the WAL after the gap), which Check reports the same way: it
+// must not call consistent a store whose writes are gone and which Open
+// will not open.
 func TestMissingWAL(t *testing.T) {
 	t.Run("at the log number", func(t *testing.T) {
 		fs := vfs.NewMem()
@@ -426,17 +427,14 @@ func TestMissingWAL(t *testing.T) {
 	})
 	t.Run("in the middle", func(t *testing.T) {
 		// Hold every flush at its table's creation, so that each full
-		// memtable keeps its WAL: one WAL per Put.
+		// memtable keeps its WAL: one WAL per Put. A test that fails
+		// before the release leaves the flush held, and its store open.
 		mem := vfs.NewMem()
 		efs := vfs.NewErrorFS(mem)
 		release := make(chan struct{})
 		efs.SetInjector(func(op vfs.Op, path string) error {
 			if op == vfs.OpCreate && strings.HasSuffix(path, ".sst") {
-				select {
-				case <-release:
-				case <-time.After(10 * time.Second):
-					return errors.New("test: flush held too long")
-				}
+				<-release
 			}
 			return nil
 		})
@@ -449,10 +447,17 @@ func TestMissingWAL(t *testing.T) {
 		if len(logs) != 4 {
 			t.Fatalf("want 4 WALs, got %v", logs)
 		}
+		if err := Check("db", &Options{FS: c}); err != nil {
+			t.Fatalf("Check of the store before a WAL is removed: %v", err)
+		}
 		if err := c.Remove(logs[1]); err != nil {
 			t.Fatal(err)
 		}
 		wantOpenCorruption(t, c, logs[2])
+		err := Check("db", &Options{FS: c})
+		if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), filepath.Base(logs[2])) {
+			t.Fatalf("Check with %s missing: %v, want ErrCorruption naming %s", filepath.Base(logs[1]), err, filepath.Base(logs[2]))
+		}
 	})
 }
 
