@@ -2,72 +2,89 @@ package vfs_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/shale-db/shale/internal/wal"
 	"github.com/shale-db/shale/vfs"
 	"golang.org/x/sys/unix"
 )
 
 // These tests refuse the fallocate and mmap calls of the operating
-// system's Mapper (vfs.SetMapCalls) the ways file systems do, under the
-// write-ahead log's mapped Writer, and check that no record it acknowledged
-// is lost, duplicated or followed by anything but zeros.
+// system's Mapper (vfs.SetMapCalls) the ways file systems do, and check
+// what a caller of StoreAt and Cut (the write-ahead log) relies on: the
+// error it gets, and a file that holds each store that succeeded, once,
+// followed by nothing but zeros until Cut.
 
-// mapRecord returns record i of the log these tests write: 100 KiB, so that
-// ten of them fill the operating system's 1 MiB window and its first
-// allocation step, each one telling its number.
-func mapRecord(i int) []byte {
-	b := bytes.Repeat([]byte{byte('a' + i%26)}, 100<<10)
-	binary.LittleEndian.PutUint32(b, uint32(i))
+// chunkSize is the size of the stores these tests make: ten of them fit in
+// the operating system's 1 MiB window and its first allocation step, the
+// eleventh reaches past both.
+const chunkSize = 100 << 10
+
+// chunk returns store i of these tests: chunkSize bytes that tell its
+// number.
+func chunk(i int) []byte {
+	b := bytes.Repeat([]byte{byte('a' + i%26)}, chunkSize)
+	b[0], b[1] = byte(i), byte(i>>8)
 	return b
 }
 
-// readMapLog reads the log file name whole and returns its records, and
-// whether it ended in a torn tail and whether that cut bytes off.
-func readMapLog(t *testing.T, name string) (recs [][]byte, torn, cut bool) {
+// createMapper creates a file in a new temporary directory with
+// vfs.Default and returns it, its Mapper and its name. The file is closed
+// when t ends.
+func createMapper(t *testing.T) (vfs.File, vfs.Mapper, string) {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "f")
+	f, err := vfs.Default.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	m, ok := f.(vfs.Mapper)
+	if !ok {
+		t.Fatalf("%T is not a Mapper", f)
+	}
+	return f, m, name
+}
+
+// storeChunks stores chunks 0, 1, ... at consecutive offsets through m
+// until a store fails or n are stored, and returns the bytes stored and
+// the error of the store that failed, if any.
+func storeChunks(m vfs.Mapper, n int) (stored []byte, err error) {
+	for i := range n {
+		p := chunk(i)
+		if err := m.StoreAt(p, int64(len(stored))); err != nil {
+			return stored, err
+		}
+		stored = append(stored, p...)
+	}
+	return stored, nil
+}
+
+// checkFile fails t unless the file name starts with want, exactly, and
+// holds only zeros after it; with cut set, nothing may follow want.
+func checkFile(t *testing.T, name string, want []byte, cut bool) {
 	t.Helper()
 	b, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := wal.NewReader(bytes.NewReader(b), name)
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			_, torn = r.TornTail()
-			return recs, torn, r.CutOff()
+	if len(b) < len(want) {
+		t.Fatalf("%s is %d bytes, shorter than the %d stored", name, len(b), len(want))
+	}
+	if !bytes.Equal(b[:len(want)], want) {
+		i := 0
+		for b[i] == want[i] {
+			i++
 		}
-		if err != nil {
-			t.Fatalf("reading %s: %v", name, err)
-		}
-		recs = append(recs, bytes.Clone(rec))
+		t.Fatalf("%s differs from the bytes stored at offset %d", name, i)
 	}
-}
-
-// checkMapLog fails t unless the log file name holds exactly want, with no
-// bytes cut off, and is size bytes long.
-func checkMapLog(t *testing.T, name string, want [][]byte, size int64) {
-	t.Helper()
-	recs, _, cut := readMapLog(t, name)
-	if cut {
-		t.Errorf("%s: the reader cut bytes off", name)
+	if cut && len(b) != len(want) {
+		t.Fatalf("%s is %d bytes after Cut, want the %d stored", name, len(b), len(want))
 	}
-	if len(recs) != len(want) {
-		t.Fatalf("%s: read %d records, want %d", name, len(recs), len(want))
-	}
-	for i := range recs {
-		if !bytes.Equal(recs[i], want[i]) {
-			t.Fatalf("%s: record %d differs from the one written (it reads as record %d)", name, i, binary.LittleEndian.Uint32(recs[i]))
-		}
-	}
-	if fi, err := os.Stat(name); err != nil || fi.Size() != size {
-		t.Fatalf("%s: Stat = %v, %v; want %d bytes", name, fi.Size(), err, size)
+	if i := bytes.IndexFunc(b[len(want):], func(r rune) bool { return r != 0 }); i >= 0 {
+		t.Fatalf("%s holds a nonzero byte at offset %d, past the %d stored", name, len(want)+i, len(want))
 	}
 }
 
@@ -96,9 +113,11 @@ func refuseMmap(errno unix.Errno, from int64, n *int) func(int, int64, int, int,
 }
 
 // TestMapRefusedAtFirstStore: a file system that refuses fallocate
-// (EOPNOTSUPP, ENOSYS) or a shared mapping (ENODEV, EACCES, EINVAL) gets
-// the log written with write(2) from its first group on, the mapping tried
-// once, nothing lost and no allocation left behind.
+// (EOPNOTSUPP, ENOSYS) or a shared mapping (ENODEV, EACCES, EINVAL) fails
+// the first store with ErrNotMappable after one try of the refused call,
+// and leaves the file empty (an mmap refusal undoes the allocation), so
+// that the caller can write the file with Write from offset 0 instead, past
+// a window and an allocation step, and find exactly what it wrote.
 func TestMapRefusedAtFirstStore(t *testing.T) {
 	var refused int
 	for _, tc := range []struct {
@@ -114,40 +133,40 @@ func TestMapRefusedAtFirstStore(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			refused = 0
 			tc.set(t)
-			name := filepath.Join(t.TempDir(), "log")
-			f, err := vfs.Default.Create(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w := wal.NewMappedWriter(f)
-			var want [][]byte
-			for i := range 25 { // past the first window and allocation step
-				want = append(want, mapRecord(i))
-				if _, err := w.WriteRecord(want[i]); err != nil {
-					t.Fatalf("record %d: %v", i, err)
-				}
-				if w.Mapped() {
-					t.Fatalf("record %d: the writer still maps a file whose mapping was refused", i)
-				}
+			f, m, name := createMapper(t)
+			err := m.StoreAt(chunk(0), 0)
+			if !errors.Is(err, vfs.ErrNotMappable) {
+				t.Fatalf("first StoreAt: %v, want ErrNotMappable", err)
 			}
 			if refused != 1 {
-				t.Fatalf("the mapping was refused %d times, want once", refused)
+				t.Fatalf("the refused call was made %d times, want once", refused)
 			}
-			// As a process crash leaves it: the log and nothing after it.
-			checkMapLog(t, name, want, w.Size())
-			if err := w.SyncClose(); err != nil {
+			checkFile(t, name, nil, true) // empty: no allocation left behind
+			var want []byte
+			for i := range 25 { // past the first window and allocation step
+				p := chunk(i)
+				if n, err := f.Write(p); err != nil || n != len(p) {
+					t.Fatalf("Write %d after ErrNotMappable: %d, %v", i, n, err)
+				}
+				want = append(want, p...)
+			}
+			checkFile(t, name, want, true)
+			if err := f.Sync(); err != nil {
 				t.Fatal(err)
 			}
-			checkMapLog(t, name, want, w.Size())
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			checkFile(t, name, want, true)
 		})
 	}
 }
 
 // TestMapRefusedLater: when the file system refuses to extend the file or
-// to map a later window after groups were stored through an earlier one,
-// the group being stored fails with an error (the log is not switched to
-// write(2) halfway), every later write fails too, and the file holds each
-// group stored before, once, followed by zeros until Close cuts them.
+// to map a later window after stores through an earlier one, the store
+// fails with an error that is not ErrNotMappable (the caller must not
+// switch to Write halfway), the file holds each earlier store, once,
+// followed by zeros, and Cut leaves exactly those stores.
 func TestMapRefusedLater(t *testing.T) {
 	var refused int
 	for _, tc := range []struct {
@@ -163,129 +182,112 @@ func TestMapRefusedLater(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			refused = 0
 			tc.set(t)
-			name := filepath.Join(t.TempDir(), "log")
-			f, err := vfs.Default.Create(name)
-			if err != nil {
+			f, m, name := createMapper(t)
+			stored, err := storeChunks(m, 25)
+			if err == nil || refused != tc.refusals {
+				t.Fatalf("after %d stores: error %v, %d refusals; want the refused store to fail after %d", len(stored)/chunkSize, err, refused, tc.refusals)
+			}
+			if errors.Is(err, vfs.ErrNotMappable) {
+				t.Fatalf("a refusal after stores reads as ErrNotMappable: %v", err)
+			}
+			if n := len(stored) / chunkSize; n < 10 {
+				t.Fatalf("only %d stores before the refusal: the test never stored through a first window", n)
+			}
+			checkFile(t, name, stored, false) // as a process crash leaves it
+			if err := m.Cut(int64(len(stored))); err != nil {
 				t.Fatal(err)
 			}
-			w := wal.NewMappedWriter(f)
-			var acked [][]byte
-			var failed error
-			for i := 0; i < 25 && failed == nil; i++ {
-				rec := mapRecord(i)
-				if _, failed = w.WriteRecord(rec); failed == nil {
-					acked = append(acked, rec)
-				}
-			}
-			if failed == nil || refused != tc.refusals {
-				t.Fatalf("after %d records: error %v, %d refusals; want the refused store to fail after %d", len(acked), failed, refused, tc.refusals)
-			}
-			if errors.Is(failed, vfs.ErrNotMappable) {
-				t.Fatalf("a refusal after stores reads as ErrNotMappable: %v", failed)
-			}
-			if len(acked) < 9 {
-				t.Fatalf("only %d records stored before the refusal: the test never stored through a first window", len(acked))
-			}
-			if _, err := w.WriteRecord(mapRecord(99)); err == nil {
-				t.Fatal("a write after the failed store succeeded")
-			}
-			// As a process crash leaves it: the stored groups, then zeros.
-			recs, _, cut := readMapLog(t, name)
-			if cut || len(recs) != len(acked) {
-				t.Fatalf("before Close: read %d records (cut %v), want the %d stored", len(recs), cut, len(acked))
-			}
-			if err := w.Close(); err != nil {
+			if err := f.Sync(); err != nil {
 				t.Fatal(err)
 			}
-			checkMapLog(t, name, acked, w.Size())
+			checkFile(t, name, stored, true)
 		})
 	}
 }
 
 // TestMapAllocateInterrupted: fallocate interrupted by a signal (EINTR,
 // which tmpfs returns, and the Go runtime signals its threads often) is
-// retried, not taken for a failure that makes the log unusable.
+// retried, at the first store and at later ones, not taken for a refusal.
 func TestMapAllocateInterrupted(t *testing.T) {
-	interrupts := 0
+	var calls, interrupts int
 	vfs.SetMapCalls(t, func(fd int, mode uint32, off, size int64) error {
-		if interrupts < 3 {
+		calls++
+		if calls%3 != 0 { // each allocation is interrupted twice
 			interrupts++
 			return unix.EINTR
 		}
 		return unix.Fallocate(fd, mode, off, size)
 	}, nil)
-	name := filepath.Join(t.TempDir(), "log")
-	f, err := vfs.Default.Create(name)
+	f, m, name := createMapper(t)
+	stored, err := storeChunks(m, 25) // past the first allocation step
 	if err != nil {
+		t.Fatalf("after %d stores, %d interrupts: %v", len(stored)/chunkSize, interrupts, err)
+	}
+	if interrupts < 4 {
+		t.Fatalf("%d interrupts: the test did not interrupt a later allocation", interrupts)
+	}
+	checkFile(t, name, stored, false)
+	if err := m.Cut(int64(len(stored))); err != nil {
 		t.Fatal(err)
 	}
-	w := wal.NewMappedWriter(f)
-	want := [][]byte{mapRecord(0)}
-	if _, err := w.WriteRecord(want[0]); err != nil {
-		t.Fatalf("a store whose fallocate a signal interrupted: %v", err)
-	}
-	if !w.Mapped() || interrupts != 3 {
-		t.Fatalf("Mapped %v after %d interrupts; want the log mapped after 3", w.Mapped(), interrupts)
-	}
-	if err := w.SyncClose(); err != nil {
+	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	checkMapLog(t, name, want, w.Size())
+	checkFile(t, name, stored, true)
 }
 
 // TestMapFirstMmapFails: an mmap that fails at the first store for a
 // reason other than a file system that takes no shared mappings (ENOMEM)
-// fails the store; Close then leaves the file empty, with nothing of the
-// allocation behind it.
+// fails the store with an error that is not ErrNotMappable; Cut(0) then
+// leaves the file empty, with nothing of the allocation behind it.
 func TestMapFirstMmapFails(t *testing.T) {
 	var refused int
 	vfs.SetMapCalls(t, nil, refuseMmap(unix.ENOMEM, 0, &refused))
-	name := filepath.Join(t.TempDir(), "log")
-	f, err := vfs.Default.Create(name)
-	if err != nil {
+	f, m, name := createMapper(t)
+	err := m.StoreAt(chunk(0), 0)
+	if err == nil || errors.Is(err, vfs.ErrNotMappable) || refused != 1 {
+		t.Fatalf("StoreAt: %v after %d refusals; want an error other than ErrNotMappable after one", err, refused)
+	}
+	if err := m.Cut(0); err != nil {
 		t.Fatal(err)
 	}
-	w := wal.NewMappedWriter(f)
-	if _, err := w.WriteRecord(mapRecord(0)); err == nil || refused != 1 {
-		t.Fatalf("WriteRecord: %v after %d refusals; want an error", err, refused)
-	}
-	if err := w.Close(); err != nil {
+	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	checkMapLog(t, name, nil, 0)
+	checkFile(t, name, nil, true)
 }
 
-// TestMapNearlyFullDisk: on a disk with room for the log but not for a
-// step of allocation ahead, the mapped log keeps storing records until the
-// bytes they need run out, as write(2) would, and then fails with nothing
-// lost.
+// TestMapNearlyFullDisk: on a disk with room for the stores but not for a
+// step of allocation ahead, the Mapper allocates only the pages each store
+// needs, so that stores succeed until the bytes they need run out, as
+// write(2) would, and then fail with ENOSPC with every store before intact.
 func TestMapNearlyFullDisk(t *testing.T) {
 	const room = 1<<20 + 450<<10 // bytes the disk can give the file
 	var refused int
 	vfs.SetMapCalls(t, refuseFallocate(unix.ENOSPC, room, &refused), nil)
-	name := filepath.Join(t.TempDir(), "log")
-	f, err := vfs.Default.Create(name)
-	if err != nil {
+	f, m, name := createMapper(t)
+	stored, err := storeChunks(m, 25)
+	if !errors.Is(err, unix.ENOSPC) || errors.Is(err, vfs.ErrNotMappable) {
+		t.Fatalf("after %d stores: error %v, want ENOSPC", len(stored)/chunkSize, err)
+	}
+	// A store fits if its end, rounded up to a page, is within the room.
+	page := os.Getpagesize()
+	fit := 0
+	for (fit+1)*chunkSize <= room/page*page {
+		fit++
+	}
+	if fit <= 10 {
+		t.Fatalf("%d stores fit in the room with %d-byte pages: none past the first allocation step", fit, page)
+	}
+	if n := len(stored) / chunkSize; n != fit {
+		t.Fatalf("%d stores before the disk was full, want %d (%d refusals)", n, fit, refused)
+	}
+	checkFile(t, name, stored, false)
+	if err := m.Cut(int64(len(stored))); err != nil {
 		t.Fatal(err)
 	}
-	w := wal.NewMappedWriter(f)
-	var acked [][]byte
-	var failed error
-	for i := 0; i < 25 && failed == nil; i++ {
-		rec := mapRecord(i)
-		if _, failed = w.WriteRecord(rec); failed == nil {
-			acked = append(acked, rec)
-		}
-	}
-	if !errors.Is(failed, unix.ENOSPC) {
-		t.Fatalf("after %d records: error %v, want ENOSPC", len(acked), failed)
-	}
-	// Each 100 KiB record takes its framing too: 14 fit in the room.
-	if want := 14; len(acked) != want {
-		t.Fatalf("stored %d records before the disk was full, want %d (%d refusals)", len(acked), want, refused)
-	}
-	if err := w.Close(); err != nil {
+	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	checkMapLog(t, name, acked, w.Size())
+	checkFile(t, name, stored, true)
 }

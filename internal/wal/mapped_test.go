@@ -3,10 +3,13 @@ package wal
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/shale-db/shale/vfs"
@@ -271,5 +274,140 @@ func TestMappedWriterOSZeroTail(t *testing.T) {
 	recs, r := readLog(t, b)
 	if _, torn := r.TornTail(); len(recs) != 204 || !torn || r.CutOff() {
 		t.Fatalf("read %d records, torn tail %v, CutOff %v: want 204, a tail that cuts nothing", len(recs), torn, r.CutOff())
+	}
+}
+
+// refusingFile is a MemFS file whose Mapper fails store number refuseAt
+// (counted from 1) with refusal, storing nothing, as the operating
+// system's Mapper fails when the kernel refuses fallocate or mmap; it
+// counts the stores, writes and cuts it is asked for.
+type refusingFile struct {
+	vfs.File
+	m        vfs.Mapper
+	refuseAt int
+	refusal  error
+
+	stores, writes, cuts int
+}
+
+func newRefusingFile(t *testing.T, mem *vfs.MemFS, name string, refuseAt int, refusal error) *refusingFile {
+	t.Helper()
+	f, err := mem.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &refusingFile{File: f, m: f.(vfs.Mapper), refuseAt: refuseAt, refusal: refusal}
+}
+
+func (f *refusingFile) StoreAt(p []byte, off int64) error {
+	f.stores++
+	if f.stores == f.refuseAt {
+		return f.refusal
+	}
+	return f.m.StoreAt(p, off)
+}
+
+func (f *refusingFile) Cut(size int64) error {
+	f.cuts++
+	return f.m.Cut(size)
+}
+
+func (f *refusingFile) Write(p []byte) (int, error) {
+	f.writes++
+	return f.File.Write(p)
+}
+
+// TestMappedWriterNotMappableFirstStore: when the first store fails with
+// ErrNotMappable (a file system that cannot allocate or map the file), the
+// Writer writes that group and every later one with Write, never tries the
+// mapping again nor cuts the file, and the file holds, byte for byte, the
+// log a Writer that never mapped writes: every record once, from offset 0.
+func TestMappedWriterNotMappableFirstStore(t *testing.T) {
+	const salt = 0x5eed
+	mem := vfs.NewMem()
+	wf, _ := mem.Create("written")
+	written := newWriter(wf, salt)
+	writeSample(t, written)
+	if err := written.SyncClose(); err != nil {
+		t.Fatal(err)
+	}
+	f := newRefusingFile(t, mem, "log", 1, fmt.Errorf("log: %w: mmap: no such device", vfs.ErrNotMappable))
+	w := newWriter(f, salt)
+	w.m = f // as NewMappedWriter does
+	writeSample(t, w)
+	if w.Mapped() || f.stores != 1 || f.writes == 0 {
+		t.Fatalf("Mapped %v after %d stores and %d writes; want the mapping tried once, then writes", w.Mapped(), f.stores, f.writes)
+	}
+	want := fileBytes(t, mem, "written")
+	if got := fileBytes(t, mem, "log"); !bytes.Equal(got, want) {
+		t.Fatalf("the log (%d bytes) differs from the one written without a mapping (%d bytes)", len(got), len(want))
+	}
+	if err := w.SyncClose(); err != nil {
+		t.Fatal(err)
+	}
+	got := fileBytes(t, mem, "log")
+	if f.cuts != 0 || !bytes.Equal(got, want) {
+		t.Fatalf("after SyncClose: %d cuts, the log %d bytes; want no cut and the %d bytes written", f.cuts, len(got), len(want))
+	}
+	if recs, r := readLog(t, got); len(recs) != 204 || r.CutOff() {
+		t.Fatalf("read %d records, CutOff %v; want 204, nothing cut", len(recs), r.CutOff())
+	}
+}
+
+// TestMappedWriterRefusedLater: a store that fails other than with
+// ErrNotMappable at the first store (ErrNotMappable after groups were
+// stored, or any other error, first or later) makes the Writer fail,
+// without falling back to Write, and stay failed, trying no further store;
+// Close cuts the file to the groups stored before, so that every record
+// acknowledged reads back exactly once, and nothing else.
+func TestMappedWriterRefusedLater(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		refuseAt int
+		refusal  error
+	}{
+		{"ErrNotMappable at store 4", 4, fmt.Errorf("log: %w: fallocate: operation not supported", vfs.ErrNotMappable)},
+		{"ENOSPC at store 4", 4, &os.PathError{Op: "fallocate", Path: "log", Err: syscall.ENOSPC}},
+		{"ENOMEM at the first store", 1, &os.PathError{Op: "mmap", Path: "log", Err: syscall.ENOMEM}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			f := newRefusingFile(t, mem, "log", tc.refuseAt, tc.refusal)
+			w := NewMappedWriter(f)
+			var acked []string
+			var failed error
+			for i := 0; i < 10 && failed == nil; i++ {
+				rec := strings.Repeat(string(rune('a'+i)), 1000+9000*i) // the later ones span blocks
+				if _, failed = w.WriteRecord([]byte(rec)); failed == nil {
+					acked = append(acked, rec)
+				}
+			}
+			if !errors.Is(failed, tc.refusal) || len(acked) != tc.refuseAt-1 {
+				t.Fatalf("after %d records: error %v; want the refusal after %d", len(acked), failed, tc.refuseAt-1)
+			}
+			if f.writes != 0 {
+				t.Fatalf("the writer fell back to Write (%d calls) after a refusal it must not take for a file system that cannot map", f.writes)
+			}
+			if _, err := w.WriteRecord([]byte("after")); !errors.Is(err, tc.refusal) {
+				t.Fatalf("WriteRecord after the refusal: %v, want the sticky error", err)
+			}
+			if err := w.Sync(); !errors.Is(err, tc.refusal) {
+				t.Fatalf("Sync after the refusal: %v, want the sticky error", err)
+			}
+			if f.stores != tc.refuseAt || f.writes != 0 {
+				t.Fatalf("%d stores and %d writes; want no attempt after the refused store %d", f.stores, f.writes, tc.refuseAt)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			got := fileBytes(t, mem, "log")
+			if f.cuts != 1 || int64(len(got)) != w.Size() {
+				t.Fatalf("closed log: %d cuts, %d bytes; want one cut, to the %d bytes of the groups stored", f.cuts, len(got), w.Size())
+			}
+			recs, r := readLog(t, got)
+			if !slices.Equal(recs, acked) || r.CutOff() {
+				t.Fatalf("read %d records (CutOff %v), want the %d acknowledged, once each, in order", len(recs), r.CutOff(), len(acked))
+			}
+		})
 	}
 }
