@@ -88,6 +88,21 @@ func checkFile(t *testing.T, name string, want []byte, cut bool) {
 	}
 }
 
+// checkStoredThenCut checks that the file name holds stored followed by
+// zeros, as a process crash would leave it, then cuts it through m at the
+// end of stored, syncs it, and checks that nothing follows stored.
+func checkStoredThenCut(t *testing.T, f vfs.File, m vfs.Mapper, name string, stored []byte) {
+	t.Helper()
+	checkFile(t, name, stored, false)
+	if err := m.Cut(int64(len(stored))); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, name, stored, true)
+}
+
 // refuseFallocate returns a fallocate that fails with errno when asked to
 // extend a file past from bytes, counting its refusals in n.
 func refuseFallocate(errno unix.Errno, from int64, n *int) func(int, uint32, int64, int64) error {
@@ -193,14 +208,7 @@ func TestMapRefusedLater(t *testing.T) {
 			if n := len(stored) / chunkSize; n < 10 {
 				t.Fatalf("only %d stores before the refusal: the test never stored through a first window", n)
 			}
-			checkFile(t, name, stored, false) // as a process crash leaves it
-			if err := m.Cut(int64(len(stored))); err != nil {
-				t.Fatal(err)
-			}
-			if err := f.Sync(); err != nil {
-				t.Fatal(err)
-			}
-			checkFile(t, name, stored, true)
+			checkStoredThenCut(t, f, m, name, stored)
 		})
 	}
 }
@@ -226,14 +234,7 @@ func TestMapAllocateInterrupted(t *testing.T) {
 	if interrupts < 4 {
 		t.Fatalf("%d interrupts: the test did not interrupt a later allocation", interrupts)
 	}
-	checkFile(t, name, stored, false)
-	if err := m.Cut(int64(len(stored))); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	checkFile(t, name, stored, true)
+	checkStoredThenCut(t, f, m, name, stored)
 }
 
 // TestMapFirstMmapFails: an mmap that fails at the first store for a
@@ -282,12 +283,5 @@ func TestMapNearlyFullDisk(t *testing.T) {
 	if n := len(stored) / chunkSize; n != fit {
 		t.Fatalf("%d stores before the disk was full, want %d (%d refusals)", n, fit, refused)
 	}
-	checkFile(t, name, stored, false)
-	if err := m.Cut(int64(len(stored))); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	checkFile(t, name, stored, true)
+	checkStoredThenCut(t, f, m, name, stored)
 }
