@@ -35,6 +35,7 @@ const (
 	LatestRequests
 )
 
+// String returns the distribution's YCSB name.
 func (d Distribution) String() string {
 	switch d {
 	case ZipfianRequests:
@@ -95,6 +96,7 @@ const (
 	numOps
 )
 
+// String returns the operation's name as reports print it.
 func (o Op) String() string {
 	return [...]string{"read", "update", "insert", "scan", "read-modify-write"}[o]
 }

@@ -17,6 +17,7 @@ type CorruptionError struct {
 	Reason string
 }
 
+// Error names the file, the offset when known, and the reason.
 func (e *CorruptionError) Error() string {
 	if e.Offset < 0 {
 		return fmt.Sprintf("shale: corruption in %s: %s", e.File, e.Reason)
