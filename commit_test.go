@@ -3,6 +3,7 @@ package shale
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,7 +22,9 @@ import (
 // 1.00 groups per Put with 4 writers, measured, and 0.26-0.69 with it. The
 // bound asks for a mean group above 10/9. It needs two Ps: with one, a
 // writer runs alone for its whole time slice until the others have entered
-// a commit, the first time they are preempted there.
+// a commit, the first time they are preempted there. Its bound depends on
+// the scheduler, so it is loose; TestQueuedWritesShareAGroup checks the
+// grouping itself exactly.
 func TestCommitGroupsForm(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("needs GOMAXPROCS >= 2")
@@ -47,6 +50,70 @@ func TestCommitGroupsForm(t *testing.T) {
 					m.WALWrites, writers*perWriter, writers, float64(writers*perWriter)/float64(m.WALWrites))
 			}
 			t.Logf("%d WAL groups for %d Puts: groups of %.2f on average", m.WALWrites, writers*perWriter, float64(writers*perWriter)/float64(m.WALWrites))
+		})
+	}
+}
+
+// TestQueuedWritesShareAGroup checks group commit deterministically: while
+// a leader is held inside its WAL write, three writers queue, and once it
+// returns they commit as one group, one WAL write for the three. It runs
+// with each kind of WAL write: a write call, a copy into the mapping, and a
+// synced group.
+func TestQueuedWritesShareAGroup(t *testing.T) {
+	for _, opts := range []Options{
+		{NoSync: true, DisableWALMapping: true},
+		{NoSync: true},
+		{NoSync: false},
+	} {
+		t.Run(fmt.Sprintf("NoSync=%v/DisableWALMapping=%v", opts.NoSync, opts.DisableWALMapping), func(t *testing.T) {
+			efs := vfs.NewErrorFS(vfs.NewMem())
+			opts.FS = efs
+			db, err := Open("db", &opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			held, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			efs.SetInjector(func(op vfs.Op, path string) error {
+				if op == vfs.OpWrite && strings.HasSuffix(path, ".log") {
+					once.Do(func() { close(held); <-release })
+				}
+				return nil
+			})
+			before := db.Metrics().WALWrites
+			const queued = 3
+			errc := make(chan error, 1+queued)
+			put := func(k string) { errc <- db.Put([]byte(k), []byte("v")) }
+			go put("leader")
+			select {
+			case <-held:
+			case <-time.After(time.Minute):
+				t.Fatal("the first Put never reached its WAL write")
+			}
+			for i := range queued {
+				go put(fmt.Sprint("queued", i))
+			}
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+				db.commitMu.Lock()
+				n := len(db.queue)
+				db.commitMu.Unlock()
+				if n == queued {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d of %d writes queued behind the held leader after a minute", n, queued)
+				}
+			}
+			close(release)
+			for range 1 + queued {
+				if err := <-errc; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := db.Metrics().WALWrites - before; got != 2 {
+				t.Fatalf("%d WAL writes for a leader and %d writes queued behind it, want 2", got, queued)
+			}
 		})
 	}
 }
