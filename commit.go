@@ -187,7 +187,7 @@ func (db *DB) commitGroup(group []*pendingWrite) error {
 			recs = append(recs, w.batch.data)
 		}
 	}
-	logSize := log.Size()
+	logSize, logStored := log.Size(), log.StoredSize()
 	err := log.WriteGroup(recs, sync)
 	clear(recs) // keep no batch alive past its commit
 	db.walRecs = recs[:0]
@@ -200,11 +200,8 @@ func (db *DB) commitGroup(group []*pendingWrite) error {
 			return db.setBackgroundError(err)
 		}
 	}
-	grown := log.Size() - logSize
-	db.stats.walBytes.Add(grown)
-	if log.Mapped() {
-		db.stats.walMappedBytes.Add(grown)
-	}
+	db.stats.walBytes.Add(log.Size() - logSize)
+	db.stats.walMappedBytes.Add(log.StoredSize() - logStored)
 	for _, w := range group {
 		if w.batch == nil {
 			continue

@@ -10,6 +10,7 @@ import (
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/compaction"
 	"github.com/shale-db/shale/internal/manual"
+	"github.com/shale-db/shale/internal/wal"
 )
 
 // Metrics is a snapshot of the store's counters and shape.
@@ -84,8 +85,10 @@ type Metrics struct {
 	WALBytes          int64 // bytes appended to WALs by commits since Open: batches, their framing and COMMITs
 	// WALMappedBytes is the part of WALBytes stored through a shared
 	// mapping rather than written with write(2) (see
-	// Options.DisableWALMapping). A process's write count in /proc/self/io
-	// (wchar) does not see it: add it to compare bytes written.
+	// Options.DisableWALMapping; a WAL whose window the kernel refused, see
+	// MappingRefusals, is written from there on). A process's write count
+	// in /proc/self/io (wchar) does not see it: add it to compare bytes
+	// written.
 	WALMappedBytes int64
 	WALWrites      int64 // commit groups written to WALs since Open: a write call each, unless mapped
 	UserBytes      int64 // key and value bytes written since Open
@@ -121,9 +124,11 @@ type Metrics struct {
 	Snapshots    int    // snapshots open
 	BackgroundOK bool   // false once a flush, compaction or WAL write failed
 	// MappingRefusals counts the memory mappings the kernel refused this
-	// process for off-heap buffers (filters, indexes, memtable slabs): each
-	// such buffer came from the Go heap instead, or stayed mapped after its
-	// last use. It is not zero only at the kernel's limit of mappings
+	// process: for off-heap buffers (filters, indexes, memtable slabs),
+	// each such buffer came from the Go heap instead, or stayed mapped
+	// after its last use; for a WAL's window, the rest of that WAL was
+	// written with write(2) (pwrite) instead, and the next WAL tries the
+	// mapping again. It is not zero only at the kernel's limit of mappings
 	// (vm.max_map_count; see README "Known limits"), and it counts for
 	// every store in the process.
 	MappingRefusals int64
@@ -227,7 +232,7 @@ func (db *DB) Metrics() Metrics {
 	m.BackgroundOK = db.bgErr == nil
 	db.mu.Unlock()
 	heapNews, lostFrees := manual.Fallbacks()
-	m.MappingRefusals = heapNews + lostFrees
+	m.MappingRefusals = heapNews + lostFrees + wal.MappingRefusals()
 	return m
 }
 
@@ -262,7 +267,7 @@ func (m Metrics) String() string {
 		humanBytes(m.MemTableBytes), humanBytes(m.ImmutableMemTableBytes), humanBytes(m.MemTableFilterBytes),
 		humanBytes(m.BlockCacheBytes), humanBytes(m.RowCacheBytes))
 	if m.MappingRefusals > 0 {
-		fmt.Fprintf(&b, "memory mappings refused: %d (the process is at vm.max_map_count: off-heap buffers taken from the Go heap or left mapped)\n", m.MappingRefusals)
+		fmt.Fprintf(&b, "memory mappings refused: %d (the process is at vm.max_map_count: off-heap buffers taken from the Go heap or left mapped, WALs written rather than mapped)\n", m.MappingRefusals)
 	}
 	fmt.Fprintf(&b, "open files: %d (%s); table cache: %d hits, %d reopens\n",
 		m.OpenFiles, plural(m.TableFilesOpen, "table"), m.TableCacheHits, m.TableCacheReopens)

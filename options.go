@@ -38,7 +38,10 @@ type Options struct {
 	// keeps it all the same, since its pages are the kernel's. On a
 	// copy-on-write file system (btrfs, ZFS) a store into an allocated
 	// block may still find no space, which the DB reports as an error,
-	// as it does a failed write. See README "Writes".
+	// as it does a failed write. A process at its limit of mappings
+	// (vm.max_map_count) writes the rest of a WAL whose window the kernel
+	// refuses with pwrite(2), and maps the next one again. See README
+	// "Writes".
 	DisableWALMapping bool
 
 	// MaxOpenFiles bounds the table files the DB holds open for reading

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -273,6 +274,129 @@ func TestWALMappedCheckRepair(t *testing.T) {
 						t.Errorf("Repair moved %v to lost/; nothing was damaged", lost)
 					}
 					db := mustOpen(t, "db", walMapOptions(c, mode, false))
+					wantData(t, db, want)
+					if err := db.Close(); err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
+		})
+	}
+}
+
+// mapRefusingFS hands out files whose stores through a mapping fail with
+// vfs.ErrMappingRefused from offset refuseFrom on, storing nothing, as the
+// operating system's do when the kernel refuses to map a window (the
+// process at vm.max_map_count). It notes the offset of each refused store.
+type mapRefusingFS struct {
+	vfs.FS
+	refuseFrom int64
+
+	mu      sync.Mutex
+	refused []int64
+}
+
+// mapRefusingFile is a file of a mapRefusingFS.
+type mapRefusingFile struct {
+	vfs.File
+	vfs.Mapper
+	fs *mapRefusingFS
+}
+
+func (fs *mapRefusingFS) Create(name string) (vfs.File, error) {
+	f, err := fs.FS.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := f.(vfs.Mapper)
+	if !ok {
+		return f, nil
+	}
+	return &mapRefusingFile{File: f, Mapper: m, fs: fs}, nil
+}
+
+func (f *mapRefusingFile) StoreAt(p []byte, off int64) error {
+	if off+int64(len(p)) > f.fs.refuseFrom {
+		f.fs.mu.Lock()
+		f.fs.refused = append(f.fs.refused, off)
+		f.fs.mu.Unlock()
+		return fmt.Errorf("%w: mmap: cannot allocate memory", vfs.ErrMappingRefused)
+	}
+	return f.Mapper.StoreAt(p, off)
+}
+
+// refusals returns the offsets of the stores refused so far.
+func (fs *mapRefusingFS) refusals() []int64 {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return slices.Clone(fs.refused)
+}
+
+// TestWALMappingRefused: a store whose mapped WAL the kernel refuses a
+// window of (at vm.max_map_count) goes on taking writes, synced or not:
+// the rest of that WAL is written at its offsets, with no further store
+// tried, and the next WAL is mapped again. WALMappedBytes counts only the
+// bytes stored through the mapping, and MappingRefusals the refusal. Every
+// acknowledged write is there after a process crash, after a power loss
+// (the synced ones), and after Close and a reopen.
+func TestWALMappingRefused(t *testing.T) {
+	for _, noSync := range []bool{false, true} {
+		t.Run(fmt.Sprintf("nosync=%v", noSync), func(t *testing.T) {
+			mem := vfs.NewMem()
+			fs := &mapRefusingFS{FS: mem, refuseFrom: 16 << 10}
+			db := mustOpen(t, "db", walMapOptions(fs, walModes[0], noSync))
+			before := db.Metrics()
+			long := strings.Repeat("v", 100)
+			want := putN(t, db, 0, 500, long) // about 60 KiB of WAL
+			m := db.Metrics()
+			refused := fs.refusals()
+			if len(refused) != 1 {
+				t.Fatalf("stores refused at offsets %v, want one refusal and no store tried after it", refused)
+			}
+			if walBytes := m.WALBytes - before.WALBytes; walBytes < 2*fs.refuseFrom {
+				t.Fatalf("the WAL took %d bytes, too few to test writes past the refusal at %d", walBytes, refused[0])
+			}
+			if mapped := m.WALMappedBytes - before.WALMappedBytes; mapped != refused[0] {
+				t.Fatalf("WALMappedBytes grew by %d of %d WAL bytes, want %d: the bytes stored before the refusal", mapped, m.WALBytes-before.WALBytes, refused[0])
+			}
+			if got := m.MappingRefusals - before.MappingRefusals; got != 1 {
+				t.Fatalf("MappingRefusals grew by %d, want 1", got)
+			}
+			if !m.BackgroundOK {
+				t.Fatal("the store failed")
+			}
+
+			// A flush rotates the WAL: the new one is mapped again.
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			before = db.Metrics()
+			maps.Copy(want, putN(t, db, 500, 520, long))
+			m = db.Metrics()
+			if walBytes, mapped := m.WALBytes-before.WALBytes, m.WALMappedBytes-before.WALMappedBytes; walBytes == 0 || mapped != walBytes {
+				t.Fatalf("the WAL after the rotation took %d bytes, %d of them mapped; want all mapped", walBytes, mapped)
+			}
+			maps.Copy(want, putN(t, db, 520, 700, long)) // and refused again, past refuseFrom
+			if refused := fs.refusals(); len(refused) != 2 {
+				t.Fatalf("stores refused at offsets %v, want one for each WAL", refused)
+			}
+
+			crashes := map[string]*vfs.MemFS{"process crash": processCrash(t, mem, "db")}
+			if !noSync {
+				crashes["power loss"] = mem.CrashClone()
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range filesOf(t, mem, "db", fileTypeLog) {
+				if size, torn, _ := walEnd(t, mem, name); torn >= 0 {
+					t.Errorf("after Close, %s ends in a tail at %d of %d bytes: its zeros were not cut", name, torn, size)
+				}
+			}
+			crashes["reopen after Close"] = mem
+			for name, c := range crashes {
+				t.Run(name, func(t *testing.T) {
+					db := mustOpen(t, "db", walMapOptions(c, walModes[0], noSync))
 					wantData(t, db, want)
 					if err := db.Close(); err != nil {
 						t.Fatal(err)

@@ -190,6 +190,19 @@ func (f *errorFile) StoreAt(p []byte, off int64) error {
 	return m.StoreAt(p, off)
 }
 
+// WriteAt implements Mapper as an OpWrite: it writes through the wrapped
+// file, or fails with ErrNotMappable if that is not a Mapper.
+func (f *errorFile) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.fs.check(OpWrite, f.name); err != nil {
+		return 0, err
+	}
+	m, ok := f.File.(Mapper)
+	if !ok {
+		return 0, fmt.Errorf("%s: %w", f.name, ErrNotMappable)
+	}
+	return m.WriteAt(p, off)
+}
+
 // Cut implements Mapper as an OpTruncate.
 func (f *errorFile) Cut(size int64) error {
 	if err := f.fs.check(OpTruncate, f.name); err != nil {

@@ -3,6 +3,7 @@ package vfs_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -179,9 +180,10 @@ func TestMapRefusedAtFirstStore(t *testing.T) {
 
 // TestMapRefusedLater: when the file system refuses to extend the file or
 // to map a later window after stores through an earlier one, the store
-// fails with an error that is not ErrNotMappable (the caller must not
-// switch to Write halfway), the file holds each earlier store, once,
-// followed by zeros, and Cut leaves exactly those stores.
+// fails with an error that is neither ErrNotMappable (the caller must not
+// switch to Write halfway) nor ErrMappingRefused (the kernel's limit of
+// mappings, see TestMapRefusedWindow), the file holds each earlier store,
+// once, followed by zeros, and Cut leaves exactly those stores.
 func TestMapRefusedLater(t *testing.T) {
 	var refused int
 	for _, tc := range []struct {
@@ -192,7 +194,7 @@ func TestMapRefusedLater(t *testing.T) {
 		{"fallocate ENOSPC", func(t *testing.T) { vfs.SetMapCalls(t, refuseFallocate(unix.ENOSPC, 1<<20, &refused), nil) }, 2},
 		{"fallocate EOPNOTSUPP", func(t *testing.T) { vfs.SetMapCalls(t, refuseFallocate(unix.EOPNOTSUPP, 1<<20, &refused), nil) }, 1},
 		{"mmap ENODEV", func(t *testing.T) { vfs.SetMapCalls(t, nil, refuseMmap(unix.ENODEV, 1, &refused)) }, 1},
-		{"mmap ENOMEM", func(t *testing.T) { vfs.SetMapCalls(t, nil, refuseMmap(unix.ENOMEM, 1, &refused)) }, 1},
+		{"mmap EAGAIN", func(t *testing.T) { vfs.SetMapCalls(t, nil, refuseMmap(unix.EAGAIN, 1, &refused)) }, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			refused = 0
@@ -202,8 +204,8 @@ func TestMapRefusedLater(t *testing.T) {
 			if err == nil || refused != tc.refusals {
 				t.Fatalf("after %d stores: error %v, %d refusals; want the refused store to fail after %d", len(stored)/chunkSize, err, refused, tc.refusals)
 			}
-			if errors.Is(err, vfs.ErrNotMappable) {
-				t.Fatalf("a refusal after stores reads as ErrNotMappable: %v", err)
+			if errors.Is(err, vfs.ErrNotMappable) || errors.Is(err, vfs.ErrMappingRefused) {
+				t.Fatalf("a refusal after stores reads as ErrNotMappable or ErrMappingRefused: %v", err)
 			}
 			if n := len(stored) / chunkSize; n < 10 {
 				t.Fatalf("only %d stores before the refusal: the test never stored through a first window", n)
@@ -237,25 +239,41 @@ func TestMapAllocateInterrupted(t *testing.T) {
 	checkStoredThenCut(t, f, m, name, stored)
 }
 
-// TestMapFirstMmapFails: an mmap that fails at the first store for a
-// reason other than a file system that takes no shared mappings (ENOMEM)
-// fails the store with an error that is not ErrNotMappable; Cut(0) then
-// leaves the file empty, with nothing of the allocation behind it.
-func TestMapFirstMmapFails(t *testing.T) {
-	var refused int
-	vfs.SetMapCalls(t, nil, refuseMmap(unix.ENOMEM, 0, &refused))
-	f, m, name := createMapper(t)
-	err := m.StoreAt(chunk(0), 0)
-	if err == nil || errors.Is(err, vfs.ErrNotMappable) || refused != 1 {
-		t.Fatalf("StoreAt: %v after %d refusals; want an error other than ErrNotMappable after one", err, refused)
+// TestMapRefusedWindow: a window the kernel refuses to map for want of
+// room among the process's mappings (ENOMEM, at vm.max_map_count), the
+// first or a later one, fails its store with ErrMappingRefused (not
+// ErrNotMappable) after one try, storing nothing and keeping the file's
+// allocation; WriteAt then writes that store and the rest at their offsets,
+// past windows and allocation steps, and Cut leaves exactly what was
+// stored and written.
+func TestMapRefusedWindow(t *testing.T) {
+	for _, from := range []int64{0, 1} { // the first window; the second
+		t.Run(fmt.Sprintf("from %d", from), func(t *testing.T) {
+			var refused int
+			vfs.SetMapCalls(t, nil, refuseMmap(unix.ENOMEM, from, &refused))
+			f, m, name := createMapper(t)
+			stored, err := storeChunks(m, 25)
+			if !errors.Is(err, vfs.ErrMappingRefused) || errors.Is(err, vfs.ErrNotMappable) || refused != 1 {
+				t.Fatalf("after %d stores: error %v, %d refusals; want ErrMappingRefused after one", len(stored)/chunkSize, err, refused)
+			}
+			if n := len(stored) / chunkSize; from == 0 && n != 0 || from > 0 && n < 10 {
+				t.Fatalf("%d stores before the refusal of the window from offset %d", n, from)
+			}
+			checkFile(t, name, stored, false) // the refused store left nothing
+			want := stored
+			for i := len(stored) / chunkSize; i < 25; i++ {
+				p := chunk(i)
+				if n, err := m.WriteAt(p, int64(len(want))); err != nil || n != len(p) {
+					t.Fatalf("WriteAt of chunk %d after the refusal: %d, %v", i, n, err)
+				}
+				want = append(want, p...)
+			}
+			if refused != 1 {
+				t.Fatalf("%d mmap refusals: WriteAt tried to map", refused)
+			}
+			checkStoredThenCut(t, f, m, name, want)
+		})
 	}
-	if err := m.Cut(0); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	checkFile(t, name, nil, true)
 }
 
 // TestMapNearlyFullDisk: on a disk with room for the stores but not for a

@@ -40,7 +40,7 @@ type mapping struct {
 // StoreAt implements Mapper. Durability needs only Sync (fsync): on Linux a
 // page written through a shared mapping is marked dirty in the page cache
 // when first written, so fsync writes it back as it does one written with
-// write(2).
+// write(2). (Mapper's WriteAt is the embedded *os.File's: pwrite(2).)
 func (f osFile) StoreAt(p []byte, off int64) error {
 	m := f.m
 	if m == nil {
@@ -59,6 +59,9 @@ func (f osFile) StoreAt(p []byte, off int64) error {
 // least end, allocating the file that far first. If the file system cannot
 // allocate ahead or map the file, the first store gets ErrNotMappable, with
 // the file as empty as it found it, so that the caller can write it instead.
+// If the kernel refuses the window for want of room among the process's
+// mappings (ENOMEM), any store gets ErrMappingRefused, with the file as
+// allocated, so that the caller can write the rest at its offsets.
 func (f osFile) remap(off, end int64) error {
 	m := f.m
 	first := m.allocated == 0
@@ -100,6 +103,9 @@ func (f osFile) remap(off, end int64) error {
 			}
 			m.allocated = 0
 			return fmt.Errorf("%s: %w: mmap: %v", f.Name(), ErrNotMappable, err)
+		}
+		if errors.Is(err, unix.ENOMEM) {
+			return fmt.Errorf("%s: %w: mmap: %v", f.Name(), ErrMappingRefused, err)
 		}
 		return &os.PathError{Op: "mmap", Path: f.Name(), Err: err}
 	}

@@ -170,10 +170,13 @@ func TestErrorFSMapper(t *testing.T) {
 	if err := m.StoreAt([]byte("x"), 0); !errors.Is(err, ErrInjected) {
 		t.Fatalf("StoreAt: %v", err)
 	}
+	if _, err := m.WriteAt([]byte("x"), 0); !errors.Is(err, ErrInjected) {
+		t.Fatalf("WriteAt: %v", err)
+	}
 	if err := m.Cut(0); !errors.Is(err, ErrInjected) {
 		t.Fatalf("Cut: %v", err)
 	}
-	if want := []Op{OpWrite, OpTruncate}; !slices.Equal(ops, want) {
+	if want := []Op{OpWrite, OpWrite, OpTruncate}; !slices.Equal(ops, want) {
 		t.Fatalf("ops %v, want %v", ops, want)
 	}
 	efs.SetInjector(nil)
@@ -184,5 +187,64 @@ func TestErrorFSMapper(t *testing.T) {
 	p, _ := pfs.Create("p")
 	if err := p.(Mapper).StoreAt([]byte("x"), 0); !errors.Is(err, ErrNotMappable) {
 		t.Fatalf("StoreAt into a file that is not a Mapper: %v", err)
+	}
+	if _, err := p.(Mapper).WriteAt([]byte("x"), 0); !errors.Is(err, ErrNotMappable) {
+		t.Fatalf("WriteAt into a file that is not a Mapper: %v", err)
+	}
+}
+
+// TestMapperMemWriteAt: after stores, MemFS's WriteAt (what a refused
+// mapping leaves the caller) writes at its offset into the zeros allocated
+// ahead, and past them allocates nothing ahead; its bytes are unsynced
+// until Sync, as stores are; it must append, as stores must; Cut removes
+// the zeros.
+func TestMapperMemWriteAt(t *testing.T) {
+	mem := NewMem()
+	f, _ := mem.Create("f")
+	mem.SyncDir(".")
+	m := f.(Mapper)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeAt := func(p []byte, off int64) {
+		t.Helper()
+		if n, err := m.WriteAt(p, off); err != nil || n != len(p) {
+			t.Fatalf("WriteAt at %d: %d, %v", off, n, err)
+		}
+	}
+	size := func(fs *MemFS) int64 {
+		t.Helper()
+		r, err := fs.Open("f")
+		must(err)
+		defer r.Close()
+		n, _ := r.Size()
+		return n
+	}
+	must(m.StoreAt([]byte("stored"), 0))
+	must(f.Sync())
+	writeAt([]byte("written"), 6) // into the zeros allocated ahead
+	if got := size(mem); got != memAllocStep {
+		t.Fatalf("after a WriteAt inside the allocation the file is %d bytes, want %d", got, memAllocStep)
+	}
+	big := bytes.Repeat([]byte("w"), memAllocStep)
+	writeAt(big, 13) // past them
+	want := "storedwritten" + string(big)
+	if got := size(mem); got != int64(len(want)) {
+		t.Fatalf("after a WriteAt past the allocation the file is %d bytes, want %d", got, len(want))
+	}
+	if _, err := m.WriteAt([]byte("x"), 3); err == nil {
+		t.Fatal("a WriteAt that does not append succeeded")
+	}
+	b := readAll(t, mem.CrashClone(), "f")
+	if got := string(bytes.TrimRight(b, "\x00")); got != "stored" {
+		t.Fatalf("a power loss before Sync kept %d bytes, want the synced store alone", len(got))
+	}
+	must(m.Cut(int64(len(want))))
+	must(f.Sync())
+	if got := string(readAll(t, mem.CrashClone(), "f")); got != want {
+		t.Fatalf("after Cut and Sync a power loss kept %d bytes, want the %d stored and written", len(got), len(want))
 	}
 }

@@ -43,8 +43,9 @@ type memNode struct {
 	synced    int
 	syncedLen int
 	modTime   time.Time
-	// mapped is set by the file's first StoreAt; end is then where the
-	// stores end, and data past it is the zeros allocated ahead of them.
+	// mapped is set by the file's first StoreAt or WriteAt (a Mapper's
+	// calls); end is then where they end, and data past it is the zeros
+	// allocated ahead of them.
 	mapped bool
 	end    int
 }
@@ -420,21 +421,36 @@ func (f *memFile) Write(p []byte) (int, error) {
 // written ones are (a simulated process crash keeps them), and unsynced
 // until Sync. Stores must append: one before the end of the last fails.
 func (f *memFile) StoreAt(p []byte, off int64) error {
+	return f.putAt("store", p, off, memAllocStep)
+}
+
+// WriteAt implements Mapper: a store that allocates nothing ahead, as
+// pwrite(2) extends a file only as far as it writes.
+func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.putAt("writeat", p, off, 1); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// putAt copies p into the file at off, which must append to the file's
+// earlier stores, extending the file in steps of step bytes.
+func (f *memFile) putAt(op string, p []byte, off int64, step int) error {
 	if f.closed {
 		return errClosed
 	}
 	if !f.write {
-		return &fs.PathError{Op: "store", Path: f.name, Err: errors.New("file opened for reading")}
+		return &fs.PathError{Op: op, Path: f.name, Err: errors.New("file opened for reading")}
 	}
 	n := f.node
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.mapped && len(n.data) > 0 || n.mapped && off < int64(n.end) {
-		return &fs.PathError{Op: "store", Path: f.name, Err: fmt.Errorf("store at offset %d does not append", off)}
+		return &fs.PathError{Op: op, Path: f.name, Err: fmt.Errorf("%s at offset %d does not append", op, off)}
 	}
 	end := int(off) + len(p)
 	if end > len(n.data) {
-		alloc := (end + memAllocStep - 1) / memAllocStep * memAllocStep
+		alloc := (end + step - 1) / step * step
 		n.data = append(n.data, make([]byte, alloc-len(n.data))...)
 	}
 	copy(n.data[off:], p)

@@ -50,11 +50,17 @@ type Mapper interface {
 	// StoreAt copies p into the file at offset off. A file system that
 	// cannot allocate ahead (fallocate) or map the file fails the first
 	// store with an error matching ErrNotMappable, having stored nothing;
-	// the caller then uses Write.
+	// the caller then uses Write. A store whose window the kernel refuses
+	// to map fails with an error matching ErrMappingRefused, having stored
+	// nothing; the caller then writes it and every later byte with WriteAt.
 	StoreAt(p []byte, off int64) error
+	// WriteAt writes p at offset off with pwrite(2): how the bytes a
+	// refused mapping (ErrMappingRefused) leaves are written, appending
+	// as stores do, into the zeros allocated ahead or past them.
+	WriteAt(p []byte, off int64) (int, error)
 	// Cut releases the mapping and truncates the file to size, the end of
-	// the last store, removing the zeros allocated past it. It makes
-	// nothing durable: a Sync after it does.
+	// the last store or WriteAt, removing the zeros allocated past it. It
+	// makes nothing durable: a Sync after it does.
 	Cut(size int64) error
 }
 
@@ -62,6 +68,15 @@ type Mapper interface {
 // the file system cannot allocate ahead or map, and by a wrapping file
 // system (ErrorFS) whose file is no Mapper.
 var ErrNotMappable = errors.New("vfs: file system cannot allocate a file ahead of a mapping")
+
+// ErrMappingRefused is returned (wrapped) by a Mapper.StoreAt, the first
+// or a later one, whose window the kernel refused to map for want of
+// room among the process's mappings (ENOMEM: the process is at
+// vm.max_map_count). Nothing was stored, and the file keeps what was
+// allocated ahead: the caller writes that store and the rest of the file
+// with WriteAt at their offsets, and Cut still removes the zeros past
+// them. It does not match ErrNotMappable.
+var ErrMappingRefused = errors.New("vfs: the kernel refused to map a window of the file (at the process's limit of mappings)")
 
 // FS is a file system.
 type FS interface {

@@ -261,6 +261,9 @@ type bench struct {
 	db   *shale.DB
 	pool []byte                  // random bytes that values are cut from
 	perm permutation.Permutation // fillrandom's order
+	// autoCompactions is whether the store compacts by itself; settle
+	// waits for compactions only then.
+	autoCompactions bool
 }
 
 func openBench(cfg config, dir string, bloomBits int, autoCompactions bool) (*bench, error) {
@@ -269,7 +272,7 @@ func openBench(cfg config, dir string, bloomBits int, autoCompactions bool) (*be
 		return nil, err
 	}
 	pool := valuePool(newRand(cfg.seed, 0), max(1<<20, 2*cfg.valueSize), cfg.compressionRatio)
-	return &bench{cfg: cfg, db: db, pool: pool, perm: permutation.New(cfg.n, uint64(cfg.seed))}, nil
+	return &bench{cfg: cfg, db: db, pool: pool, perm: permutation.New(cfg.n, uint64(cfg.seed)), autoCompactions: autoCompactions}, nil
 }
 
 // valuePiece is the length of the pieces valuePool makes.
@@ -410,8 +413,10 @@ func newRand(seed int64, stream int) *rand.Rand {
 }
 
 // Settling after a write workload (-settle): the store has settled when no
-// memtable waits for a flush, no level wants a compaction, and the process
-// has written less than quietBytes in quietFor. settleLimit bounds the wait.
+// memtable waits for a flush, no level wants a compaction (when the store
+// compacts by itself), and the process has written less than quietBytes in
+// quietFor. settleLimit bounds the wait; a failed store ends it with its
+// error.
 const (
 	quietFor    = time.Second
 	quietBytes  = 64 << 10
@@ -420,8 +425,10 @@ const (
 )
 
 // settle waits for the flushes and compactions the last write workload
-// left, and measures its write amplification from before, the metrics and
-// I/O counters at the workload's start, to the end of the wait.
+// left (the flushes alone with automatic compactions off, as with
+// -compare-filters, where no compaction would come), and measures its
+// write amplification from before, the metrics and I/O counters at the
+// workload's start, to the end of the wait.
 func (b *bench) settle(before shale.Metrics, ioBefore procstat.IO) (*settleResult, error) {
 	start := time.Now()
 	last, err := procstat.ReadIO()
@@ -439,7 +446,11 @@ func (b *bench) settle(before shale.Metrics, ioBefore procstat.IO) (*settleResul
 			last, quietSince = cur, time.Now()
 			continue
 		}
-		settled = time.Since(quietSince) >= quietFor && compactionsDone(b.db.Metrics())
+		m := b.db.Metrics()
+		if !m.BackgroundOK {
+			return nil, b.failure()
+		}
+		settled = time.Since(quietSince) >= quietFor && b.done(m)
 	}
 	m := b.db.Metrics()
 	io, err := procstat.ReadIO()
@@ -464,9 +475,21 @@ func (b *bench) settle(before shale.Metrics, ioBefore procstat.IO) (*settleResul
 	}, nil
 }
 
-// compactionsDone reports whether m shows no flush or compaction wanted.
-func compactionsDone(m shale.Metrics) bool {
-	return m.ImmutableTables == 0 && !m.CompactionDue
+// done reports whether m shows no flush wanted, nor a compaction when the
+// store compacts by itself.
+func (b *bench) done(m shale.Metrics) bool {
+	return m.ImmutableTables == 0 && (!b.autoCompactions || !m.CompactionDue)
+}
+
+// failure returns the error of a store whose metrics say a flush,
+// compaction or WAL write failed: Flush returns it, writing nothing, as
+// every write to a failed store does.
+func (b *bench) failure() error {
+	err := b.db.Flush()
+	if err == nil {
+		err = errors.New("a background flush, compaction or WAL write failed")
+	}
+	return fmt.Errorf("settling: the store failed: %w", err)
 }
 
 // worker is one goroutine's state.

@@ -3,15 +3,21 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"image/png"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/golang/snappy"
+	"github.com/shale-db/shale"
+	"github.com/shale-db/shale/internal/procstat"
+	"github.com/shale-db/shale/vfs"
 )
 
 func smallConfig() config {
@@ -98,6 +104,108 @@ func TestCompareFilters(t *testing.T) {
 			t.Errorf("no row %q", row)
 		}
 	}
+}
+
+// settleGuard bounds the wait of the settle tests: settle's own bound,
+// settleLimit, is an hour.
+const settleGuard = 2 * time.Minute
+
+// guarded runs f and returns its error, failing t if f has not returned
+// after settleGuard.
+func guarded(t *testing.T, what string, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(settleGuard):
+		t.Fatalf("%s has not returned after %v: settle waits for what will never come", what, settleGuard)
+		return nil
+	}
+}
+
+// TestSettleWithoutCompactions: -settle with -compare-filters, whose
+// stores never compact by themselves, returns once their flushes are done,
+// rather than waiting for compactions that never come (for up to
+// settleLimit).
+func TestSettleWithoutCompactions(t *testing.T) {
+	cfg := smallConfig()
+	cfg.benchmarks = []string{"fillrandom", "readrandom"}
+	cfg.compareFilters, cfg.settle, cfg.json = true, true, true
+	cfg.memTableSize = 32 << 10 // L0 tables enough for a compaction to be due
+	var out bytes.Buffer
+	if err := guarded(t, "kvbench -compare-filters -settle", func() error { return run(cfg, &out, io.Discard) }); err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var settled int
+	for _, r := range rep.Results {
+		if r.Benchmark != "fillrandom" {
+			continue
+		}
+		if r.Settle == nil || !r.Settle.Settled {
+			t.Fatalf("fillrandom on %s: settle result %+v, want settled", r.Store, r.Settle)
+		}
+		// A compaction was due: L0 held at least Options.L0CompactionThreshold
+		// tables (6 by default).
+		l0 := regexp.MustCompile(`L0: (\d+) tables`).FindStringSubmatch(r.Settle.Tree)
+		if l0 == nil || atoi(l0[1]) < 6 {
+			t.Fatalf("fillrandom on %s settled as %q: too few L0 tables for a compaction to be due", r.Store, r.Settle.Tree)
+		}
+		t.Logf("fillrandom on %s settled in %.1f s as %s", r.Store, r.Settle.Seconds, r.Settle.Tree)
+		settled++
+	}
+	if settled != 2 {
+		t.Fatalf("%d fillrandom results settled, want one per store", settled)
+	}
+}
+
+// TestSettleStoreFailed: a store that fails while settle waits (here its
+// flush cannot write the table) ends the wait with the store's error.
+func TestSettleStoreFailed(t *testing.T) {
+	efs := vfs.NewErrorFS(vfs.NewMem())
+	cfg := smallConfig()
+	opts := cfg.options(cfg.bloomBits, true)
+	opts.FS = efs
+	db, err := shale.Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	b := &bench{cfg: cfg, db: db, autoCompactions: true}
+	before := db.Metrics()
+	ioBefore, err := procstat.ReadIO()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	efs.SetInjector(func(op vfs.Op, name string) error {
+		if strings.HasSuffix(name, ".sst") {
+			return vfs.ErrInjected
+		}
+		return nil
+	})
+	if err := db.Flush(); !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("Flush: %v, want the injected error", err)
+	}
+	err = guarded(t, "settle of a failed store", func() error {
+		_, err := b.settle(before, ioBefore)
+		return err
+	})
+	if !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("settle of a failed store: %v; want the store's error", err)
+	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
 
 func TestPlot(t *testing.T) {

@@ -28,8 +28,10 @@
 // /proc/self/io, so page-cache hits count; the write bytes add the WAL
 // bytes stored through a mapping, which wchar does not see) and its peak
 // RSS so far (VmHWM); reading them needs Linux's /proc.
-// -settle waits after each write workload until no flush or compaction is
-// left and the process has stopped writing, then reports the workload's
+// -settle waits after each write workload until no flush is left, nor a
+// compaction where the store compacts by itself (not with
+// -compare-filters), and the process has stopped writing (a store that
+// fails ends the wait with its error), then reports the workload's
 // write amplification twice: the process's wchar over the user bytes (as
 // the peers runner, peers/cmd/dbbench, counts it) and the store's
 // Metrics.WriteAmp over the workload; and the filter and index bytes pinned

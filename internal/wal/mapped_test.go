@@ -280,14 +280,17 @@ func TestMappedWriterOSZeroTail(t *testing.T) {
 // refusingFile is a MemFS file whose Mapper fails store number refuseAt
 // (counted from 1) with refusal, storing nothing, as the operating
 // system's Mapper fails when the kernel refuses fallocate or mmap; it
-// counts the stores, writes and cuts it is asked for.
+// counts the stores, writes (Write and WriteAt) and cuts it is asked for,
+// and notes the offset of the refused store.
 type refusingFile struct {
 	vfs.File
+	name     string
 	m        vfs.Mapper
 	refuseAt int
 	refusal  error
 
-	stores, writes, cuts int
+	stores, writes, writeAts, cuts int
+	refusedOff                     int64
 }
 
 func newRefusingFile(t *testing.T, mem *vfs.MemFS, name string, refuseAt int, refusal error) *refusingFile {
@@ -296,15 +299,21 @@ func newRefusingFile(t *testing.T, mem *vfs.MemFS, name string, refuseAt int, re
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &refusingFile{File: f, m: f.(vfs.Mapper), refuseAt: refuseAt, refusal: refusal}
+	return &refusingFile{File: f, name: name, m: f.(vfs.Mapper), refuseAt: refuseAt, refusal: refusal}
 }
 
 func (f *refusingFile) StoreAt(p []byte, off int64) error {
 	f.stores++
 	if f.stores == f.refuseAt {
+		f.refusedOff = off
 		return f.refusal
 	}
 	return f.m.StoreAt(p, off)
+}
+
+func (f *refusingFile) WriteAt(p []byte, off int64) (int, error) {
+	f.writeAts++
+	return f.m.WriteAt(p, off)
 }
 
 func (f *refusingFile) Cut(size int64) error {
@@ -368,7 +377,7 @@ func TestMappedWriterRefusedLater(t *testing.T) {
 	}{
 		{"ErrNotMappable at store 4", 4, fmt.Errorf("log: %w: fallocate: operation not supported", vfs.ErrNotMappable)},
 		{"ENOSPC at store 4", 4, &os.PathError{Op: "fallocate", Path: "log", Err: syscall.ENOSPC}},
-		{"ENOMEM at the first store", 1, &os.PathError{Op: "mmap", Path: "log", Err: syscall.ENOMEM}},
+		{"EAGAIN at the first store", 1, &os.PathError{Op: "mmap", Path: "log", Err: syscall.EAGAIN}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := vfs.NewMem()
@@ -385,8 +394,8 @@ func TestMappedWriterRefusedLater(t *testing.T) {
 			if !errors.Is(failed, tc.refusal) || len(acked) != tc.refuseAt-1 {
 				t.Fatalf("after %d records: error %v; want the refusal after %d", len(acked), failed, tc.refuseAt-1)
 			}
-			if f.writes != 0 {
-				t.Fatalf("the writer fell back to Write (%d calls) after a refusal it must not take for a file system that cannot map", f.writes)
+			if f.writes != 0 || f.writeAts != 0 {
+				t.Fatalf("the writer fell back to Write (%d calls) or WriteAt (%d) after a refusal it must not take for a file system that cannot map or a kernel at its limit", f.writes, f.writeAts)
 			}
 			if _, err := w.WriteRecord([]byte("after")); !errors.Is(err, tc.refusal) {
 				t.Fatalf("WriteRecord after the refusal: %v, want the sticky error", err)
@@ -407,6 +416,58 @@ func TestMappedWriterRefusedLater(t *testing.T) {
 			recs, r := readLog(t, got)
 			if !slices.Equal(recs, acked) || r.CutOff() {
 				t.Fatalf("read %d records (CutOff %v), want the %d acknowledged, once each, in order", len(recs), r.CutOff(), len(acked))
+			}
+		})
+	}
+}
+
+// TestMappedWriterMappingRefused: when the kernel refuses a window of the
+// mapping (vfs.ErrMappingRefused: the process is at its limit of
+// mappings), at the first store or a later one, the Writer writes that
+// group and every later one with WriteAt at its offset, never trying the
+// mapping again; the file then holds, byte for byte, the log a Writer
+// that never mapped writes, followed by zeros until SyncClose cuts them
+// off. StoredSize counts only the groups stored before the refusal, and
+// MappingRefusals the refused log.
+func TestMappedWriterMappingRefused(t *testing.T) {
+	const salt = 0x5eed
+	mem := vfs.NewMem()
+	wf, _ := mem.Create("written")
+	written := newWriter(wf, salt)
+	writeSample(t, written)
+	if err := written.SyncClose(); err != nil {
+		t.Fatal(err)
+	}
+	want := fileBytes(t, mem, "written")
+	for _, refuseAt := range []int{1, 4} {
+		t.Run(fmt.Sprintf("refused at store %d", refuseAt), func(t *testing.T) {
+			refusals := MappingRefusals()
+			f := newRefusingFile(t, mem, fmt.Sprintf("log%d", refuseAt), refuseAt, fmt.Errorf("log: %w: mmap: cannot allocate memory", vfs.ErrMappingRefused))
+			w := newWriter(f, salt)
+			w.m = f // as NewMappedWriter does
+			writeSample(t, w)
+			if w.Mapped() || f.stores != refuseAt || f.writes != 0 || f.writeAts == 0 {
+				t.Fatalf("Mapped %v after %d stores, %d Writes, %d WriteAts; want %d stores, then WriteAt alone", w.Mapped(), f.stores, f.writes, f.writeAts, refuseAt)
+			}
+			if got := MappingRefusals() - refusals; got != 1 {
+				t.Fatalf("MappingRefusals grew by %d, want 1", got)
+			}
+			if w.StoredSize() != f.refusedOff {
+				t.Fatalf("StoredSize %d, want %d: the groups stored before the refused one", w.StoredSize(), f.refusedOff)
+			}
+			got := fileBytes(t, mem, f.name)
+			if len(got) < len(want) || !bytes.Equal(got[:len(want)], want) || !isZero(got[len(want):]) {
+				t.Fatalf("the open log (%d bytes) is not the written log (%d bytes) followed by zeros", len(got), len(want))
+			}
+			if err := w.SyncClose(); err != nil {
+				t.Fatal(err)
+			}
+			got = fileBytes(t, mem, f.name)
+			if f.cuts != 1 || !bytes.Equal(got, want) {
+				t.Fatalf("after SyncClose: %d cuts, the log %d bytes; want one cut and the %d bytes written", f.cuts, len(got), len(want))
+			}
+			if recs, r := readLog(t, got); len(recs) != 204 || r.CutOff() {
+				t.Fatalf("read %d records, CutOff %v; want 204, nothing cut", len(recs), r.CutOff())
 			}
 		})
 	}

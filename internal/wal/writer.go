@@ -180,6 +180,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/shale-db/shale/vfs"
@@ -261,20 +262,26 @@ var (
 //
 // Each group of records, with its COMMIT if one is due and any padding,
 // goes to the file in one f.Write call (or one store into the file's
-// mapping, see NewMappedWriter), so a group commit costs one write and one
+// mapping, or one WriteAt once the mapping was refused; see
+// NewMappedWriter), so a group commit costs one write and one
 // Sync (tell WriteGroup a Sync follows, or Sync writes the group's COMMIT
 // in a second call). After a write, store or Sync of the file fails, the
 // Writer refuses all further writes and returns that error: the file may
 // end in part of a group, and appending more after it would turn a torn
 // tail into corruption in the middle of the log.
 type Writer struct {
-	f      vfs.File
-	m      vfs.Mapper // set by NewMappedWriter: groups are stored through f's mapping
-	salt   uint64     // in the LOG fragment; seals the COMMIT and END fragments
-	buf    []byte     // the group being framed; reused
-	size   int64      // bytes written to f
-	synced int64      // bytes the last successful Sync made durable
-	err    error      // sticky
+	f vfs.File
+	// m is set by NewMappedWriter: groups are stored through f's mapping,
+	// and Close cuts the zeros allocated past them. Once the kernel has
+	// refused a window (refused), groups are written with m.WriteAt.
+	m       vfs.Mapper
+	refused bool
+	salt    uint64 // in the LOG fragment; seals the COMMIT and END fragments
+	buf     []byte // the group being framed; reused
+	size    int64  // bytes written to f
+	stored  int64  // the part of size stored through the mapping
+	synced  int64  // bytes the last successful Sync made durable
+	err     error  // sticky
 
 	// The last COMMIT written: the synced offset it recorded (-1 before
 	// any) and the log offset where it ends; and the records written
@@ -300,6 +307,12 @@ func NewWriter(f vfs.File) *Writer {
 // process crash keeps it; Sync makes it durable). Until Close the file ends
 // in zeros allocated past the last group, which a Reader takes for a torn
 // tail that cuts nothing (see Reader.CutOff); Close cuts them off.
+//
+// If the kernel refuses to map a window (vfs.ErrMappingRefused: the
+// process is at its limit of mappings), that group and the rest of the log
+// are written with pwrite(2) at their offsets instead, the same bytes, and
+// Close still cuts the zeros; a new log tries the mapping again.
+// MappingRefusals counts such logs.
 func NewMappedWriter(f vfs.File) *Writer {
 	w := NewWriter(f)
 	w.m, _ = f.(vfs.Mapper)
@@ -480,21 +493,45 @@ func (w *Writer) write(b []byte) error {
 	return nil
 }
 
-// put hands b to the file: stored through the mapping, or written.
+// put hands b to the file at offset w.size: stored through the mapping, or
+// written.
 func (w *Writer) put(b []byte) error {
-	if w.m != nil {
+	if w.Mapped() {
 		err := w.m.StoreAt(b, w.size)
-		if err == nil || w.size > 0 || !errors.Is(err, vfs.ErrNotMappable) {
+		switch {
+		case err == nil:
+			w.stored += int64(len(b))
+			return nil
+		case errors.Is(err, vfs.ErrMappingRefused):
+			w.refused = true // nothing stored: write it, and the rest, into the allocated file
+			mappingRefusals.Add(1)
+		case w.size == 0 && errors.Is(err, vfs.ErrNotMappable):
+			w.m = nil // nothing stored yet: write the log with write(2)
+		default:
 			return err
 		}
-		w.m = nil // nothing stored yet: write the log with write(2)
 	}
-	n, err := w.f.Write(b)
+	var n int
+	var err error
+	if w.m != nil {
+		n, err = w.m.WriteAt(b, w.size)
+	} else {
+		n, err = w.f.Write(b)
+	}
 	if err == nil && n < len(b) {
 		err = io.ErrShortWrite
 	}
 	return err
 }
+
+// mappingRefusals counts the logs of this process whose mapping the kernel
+// refused (see MappingRefusals).
+var mappingRefusals atomic.Int64
+
+// MappingRefusals returns how many logs, in this process, a mapped Writer
+// (NewMappedWriter) went on writing with pwrite(2) because the kernel
+// refused to map a window of their file (vfs.ErrMappingRefused).
+func MappingRefusals() int64 { return mappingRefusals.Load() }
 
 func fragmentType(first, last bool) byte {
 	switch {
@@ -544,7 +581,13 @@ func (w *Writer) sync(cut bool) error {
 
 // Mapped reports whether groups are stored through a mapping of the file
 // (see NewMappedWriter) rather than written.
-func (w *Writer) Mapped() bool { return w.m != nil }
+func (w *Writer) Mapped() bool { return w.m != nil && !w.refused }
+
+// StoredSize returns the part of Size stored through the file's mapping
+// rather than written: all of it for a mapped log, none for a written one,
+// and the bytes before the refusal for a log whose mapping the kernel
+// refused.
+func (w *Writer) StoredSize() int64 { return w.stored }
 
 // Size returns the log's length: the bytes of every group written
 // successfully, with their headers and padding.
