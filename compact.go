@@ -106,7 +106,7 @@ func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
 	db.cond.Broadcast()
 	db.mu.Unlock()
 	db.maybeScheduleCompaction()
-	imm.unref() // the DB's: reads still using imm hold their own
+	imm.unrefFlushed() // the DB's: reads still using imm hold their own
 	return nil
 }
 
