@@ -106,7 +106,7 @@ func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
 	db.cond.Broadcast()
 	db.mu.Unlock()
 	db.maybeScheduleCompaction()
-	imm.unref() // the DB's: reads still using imm hold their own
+	imm.unrefFlushed() // the DB's: reads still using imm hold their own
 	return nil
 }
 
@@ -311,6 +311,16 @@ func closeTables(tables []*table) {
 	}
 }
 
+// scanBudget is the read-ahead memory a compaction's inputs share (and a
+// Repair's): each of n tables read at once reads ahead at most
+// scanBudget/n bytes (sstable.Reader.NewScanIter clamps it to 32-256
+// KiB). Their buffers are on the Go heap, where the collector's headroom
+// doubles them: a compaction of 12 L0 tables with 256 KiB each held 3 MiB.
+const scanBudget = 1 << 20
+
+// scanReadahead is the read-ahead of each of n tables read at once.
+func scanReadahead(n int) int { return scanBudget / max(n, 1) }
+
 // compactLoop runs background compactions while the picker finds work.
 func (db *DB) compactLoop() {
 	defer db.bgWG.Done()
@@ -414,20 +424,31 @@ func (db *DB) runCompaction(v *version, job compactionJob) error {
 	// a few dozen base-level tables is a merge of a handful of children.
 	var iters []base.InternalIterator
 	var tombs []rangedel.Spans
+	var l0 []*sstable.Reader
 	var disjoint [manifest.NumLevels][]*manifest.FileMeta
 	for _, in := range job.inputs {
 		r := v.tables[in.meta.FileNum].reader
 		tombs = append(tombs, r.RangeDels())
 		if in.level == 0 {
-			iters = append(iters, r.NewScanIter())
+			l0 = append(l0, r)
 		} else {
 			disjoint[in.level] = append(disjoint[in.level], in.meta)
 		}
 	}
+	children := len(l0)
+	for _, files := range disjoint {
+		if len(files) > 0 {
+			children++
+		}
+	}
+	readahead := scanReadahead(children)
+	for _, r := range l0 {
+		iters = append(iters, r.NewScanIter(readahead))
+	}
 	for level, files := range disjoint {
 		if len(files) > 0 {
 			slices.SortFunc(files, func(a, b *manifest.FileMeta) int { return base.Compare(a.Smallest, b.Smallest) })
-			iters = append(iters, &levelIter{v: v, plan: &scanPlan{compaction: true}, level: level, files: files, index: -1})
+			iters = append(iters, &levelIter{v: v, plan: &scanPlan{compaction: true, readahead: readahead}, level: level, files: files, index: -1})
 		}
 	}
 	merged := merging.NewIter(iters...)

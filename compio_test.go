@@ -23,6 +23,7 @@ type ioCountFS struct {
 	vfs.FS
 	mu                sync.Mutex
 	tableReads        int
+	largestTableRead  int
 	tableBytesRead    int64
 	tableSyncs        int
 	countTableSyncsOf map[string]int // Sync calls per table file created
@@ -60,6 +61,7 @@ func (f *ioCountFile) ReadAt(p []byte, off int64) (int, error) {
 		f.fs.mu.Lock()
 		f.fs.tableReads++
 		f.fs.tableBytesRead += int64(len(p))
+		f.fs.largestTableRead = max(f.fs.largestTableRead, len(p))
 		f.fs.mu.Unlock()
 	}
 	return f.File.ReadAt(p, off)
@@ -79,13 +81,13 @@ func (f *ioCountFile) Sync() error {
 func (fs *ioCountFS) reset() {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	fs.tableReads, fs.tableBytesRead, fs.tableSyncs = 0, 0, 0
+	fs.tableReads, fs.tableBytesRead, fs.tableSyncs, fs.largestTableRead = 0, 0, 0, 0
 	fs.countTableSyncsOf = map[string]int{}
 }
 
 // fillForCompaction writes n keys of 100-byte random values (which snappy
-// cannot shrink), in 4 L0 tables.
-func fillForCompaction(t *testing.T, db *DB, n int) {
+// cannot shrink), in the given number of L0 tables.
+func fillForCompaction(t *testing.T, db *DB, n, tables int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
 	val := make([]byte, 100)
@@ -99,7 +101,7 @@ func fillForCompaction(t *testing.T, db *DB, n int) {
 		if err := db.Put(fmt.Appendf(nil, "key%08d", k), val); err != nil {
 			t.Fatal(err)
 		}
-		if i%(n/4) == n/4-1 {
+		if i%(n/tables) == n/tables-1 {
 			if err := db.Flush(); err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +121,7 @@ func TestCompactionBypassesBlockCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 40000 // about 4.6 MiB of entries, in 4 L0 tables
-	fillForCompaction(t, db, n)
+	fillForCompaction(t, db, n, 4)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -172,6 +174,31 @@ func TestCompactionBypassesBlockCache(t *testing.T) {
 	}
 }
 
+// TestCompactionSharesReadahead checks that the inputs of a compaction
+// share one budget of read-ahead: a compaction of 8 L0 tables reads each
+// at most an eighth of scanBudget at a time, where alone each would read
+// up to 256 KiB (on the Go heap, which doubles it).
+func TestCompactionSharesReadahead(t *testing.T) {
+	fs := newIOCountFS(vfs.NewMem())
+	db := mustOpen(t, "db", &Options{FS: fs, DisableAutomaticCompactions: true, NoSync: true})
+	defer db.Close()
+	const tables = 8
+	fillForCompaction(t, db, 80000, tables) // about 1.2 MiB per table
+	if l0 := db.Metrics().Levels[0].Files; l0 != tables {
+		t.Fatalf("%d L0 tables, want %d", l0, tables)
+	}
+	fs.reset()
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	fs.mu.Lock()
+	largest, reads := fs.largestTableRead, fs.tableReads
+	fs.mu.Unlock()
+	if share := scanBudget / tables; largest > share || reads == 0 {
+		t.Fatalf("%d table reads, the largest %d bytes; want none above %d", reads, largest, share)
+	}
+}
+
 // TestCompactionSyncsIncrementally checks that an output table is pushed
 // out as it is written, once per outputSyncBytes, not only when it is
 // complete: on MemFS, whose files cannot start writeback, by syncs.
@@ -182,7 +209,7 @@ func TestCompactionSyncsIncrementally(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	fillForCompaction(t, db, 40000)
+	fillForCompaction(t, db, 40000, 4)
 	fs.reset()
 	if err := db.Compact(); err != nil {
 		t.Fatal(err)
@@ -227,7 +254,7 @@ func TestCompactionInputCorruption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fillForCompaction(t, db, 40000)
+	fillForCompaction(t, db, 40000, 4)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -161,7 +161,8 @@ type DB struct {
 //
 //   - the DB's, while the memtable is db.mem or in db.imm: taken by
 //     newMemTable, dropped by the flush that takes it out of db.imm (after
-//     the table is written and a readState without it is published), by
+//     the table is written and a readState without it is published; the
+//     flush frees the memtable itself if that was the last reference), by
 //     Close, or by a failed Open;
 //   - each readState's, for each memtable it lists, from publishReadState
 //     until the state's last reference goes (readState.unref).
@@ -197,6 +198,17 @@ func (m *memTable) ref() { m.refs.Add(1) }
 func (m *memTable) unref() {
 	if m.refs.Add(-1) == 0 {
 		m.db.retireMemTable(m)
+	}
+}
+
+// unrefFlushed drops the DB's reference once a flush has installed the
+// memtable's table, on the flush goroutine, which frees the memtable at
+// once when no read holds it: queued to the deleter, it would wait behind
+// the files the deleter is removing (see releaseRetired), and during a
+// burst of flushes several memtables would wait there.
+func (m *memTable) unrefFlushed() {
+	if m.refs.Add(-1) == 0 {
+		m.Free()
 	}
 }
 

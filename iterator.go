@@ -138,9 +138,11 @@ type scanPlan struct {
 	ranged map[uint64]*rangeFilterMaybe
 	trace  *scanTracer // nil unless the scan is traced
 	// compaction makes the plan read every table whole, sequentially and
-	// past the block cache (sstable.Reader.NewScanIter): a compaction's
-	// input. Such a plan has no bounds, prefix or trace.
+	// past the block cache (sstable.Reader.NewScanIter), reading ahead up
+	// to readahead bytes: a compaction's input. Such a plan has no bounds,
+	// prefix or trace.
 	compaction bool
+	readahead  int
 }
 
 func (db *DB) newScanPlan(opts *IterOptions, trace *scanTracer) *scanPlan {
@@ -162,7 +164,7 @@ func (db *DB) newScanPlan(opts *IterOptions, trace *scanTracer) *scanPlan {
 // it holds no key with the prefix. Only an open iterator reads blocks.
 func (p *scanPlan) open(v *version, level int, m *manifest.FileMeta) base.InternalIterator {
 	if p.compaction {
-		return v.tables[m.FileNum].reader.NewScanIter()
+		return v.tables[m.FileNum].reader.NewScanIter(p.readahead)
 	}
 	if p.outside(m) {
 		p.trace.file(level, m, ScanKeyRange, false, false)

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/manual"
@@ -165,4 +167,67 @@ func TestMemTableFreedByDeleter(t *testing.T) {
 	mem.Add(1, base.KindSet, []byte("key"), []byte("value"))
 	mem.unref()
 	checkFreed("after the last unref once retiring stopped")
+}
+
+// TestFlushFreesMemTableAtOnce checks that a flush frees the memtable it
+// drops when no read holds it, rather than queueing it for the deleter
+// goroutine, which may be busy deleting files: here it is stuck removing
+// the inputs of a compaction, and every memtable flushed meanwhile must
+// still be freed. (Queued, four memtables were held at once in a 10M-key
+// fill, 16 MiB of the process's peak.)
+func TestFlushFreesMemTableAtOnce(t *testing.T) {
+	fs := &stuckRemoveFS{FS: vfs.NewMem(), stuck: make(chan struct{}), unstick: make(chan struct{})}
+	db := mustOpen(t, "db", &Options{FS: fs, NoSync: true, MemTableSize: 1 << 20, L0CompactionThreshold: 2})
+	defer db.Close()
+	defer close(fs.unstick) // before Close, which waits for the deleter
+	const n = 1000
+	for round := range 2 { // two L0 tables: a compaction, whose inputs the deleter removes
+		putKeys(t, db, 0, n, roundValue(round))
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-fs.stuck:
+	case <-time.After(stuckFor):
+		t.Fatalf("no table removed in %v: the compaction of two L0 tables did not run", stuckFor)
+	}
+	for round := 2; round < 5; round++ {
+		putKeys(t, db, 0, n, roundValue(round))
+		before, size := manual.InUse(), db.Metrics().MemTableBytes
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		// The flush frees the memtable just after Flush's wait ends; the
+		// new table's filter and index take a few KiB.
+		for deadline := time.Now().Add(stuckFor); manual.InUse() > before-size/2; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %d bytes of manual memory before the flush of a %d-byte memtable, %d after: not freed",
+					round, before, size, manual.InUse())
+			}
+		}
+	}
+}
+
+// stuckFor bounds the waits of TestFlushFreesMemTableAtOnce, and how long
+// stuckRemoveFS holds a Remove.
+const stuckFor = 10 * time.Second
+
+// stuckRemoveFS holds every Remove of a table file until unstick is closed
+// (or stuckFor has passed), and closes stuck when the first one begins.
+type stuckRemoveFS struct {
+	vfs.FS
+	once           sync.Once
+	stuck, unstick chan struct{}
+}
+
+func (fs *stuckRemoveFS) Remove(name string) error {
+	if strings.HasSuffix(name, ".sst") {
+		fs.once.Do(func() { close(fs.stuck) })
+		select {
+		case <-fs.unstick:
+		case <-time.After(stuckFor):
+		}
+	}
+	return fs.FS.Remove(name)
 }

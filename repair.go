@@ -299,8 +299,9 @@ func (r *repairer) merge() ([]*table, error) {
 	var iters []base.InternalIterator
 	var tombs []rangedel.Spans
 	var size int64
+	readahead := scanReadahead(len(r.intact))
 	for _, t := range r.intact {
-		iters = append(iters, t.reader.NewScanIter())
+		iters = append(iters, t.reader.NewScanIter(readahead))
 		tombs = append(tombs, t.reader.RangeDels())
 		size += int64(t.reader.Properties().DataSize)
 	}

@@ -41,11 +41,10 @@ func (t *table) unref() {
 	}
 }
 
-// release closes the table's reader (freeing its filter and index), evicts
-// its blocks and, if the table is obsolete and remove is set, deletes its
-// file. It runs once, when no version includes the table any more, so
-// nothing can be reading it.
-func (t *table) release(remove bool) {
+// release closes the table's reader (freeing its filter and index) and
+// evicts its blocks. It runs once, when no version includes the table any
+// more, so nothing can be reading it.
+func (t *table) release() {
 	db := t.db
 	db.filterCounts.release(t)
 	if err := t.reader.Close(); err != nil {
@@ -53,10 +52,17 @@ func (t *table) release(remove bool) {
 	}
 	db.cache.EvictFile(t.meta.FileNum)
 	db.rowCache.EvictFile(t.meta.FileNum)
-	if remove && t.obsolete.Load() {
-		if err := db.fs.Remove(db.fileName(fileTypeTable, t.meta.FileNum)); err != nil {
-			db.logf("deleting obsolete table %06d: %v", t.meta.FileNum, err)
-		}
+}
+
+// removeFile deletes the file of a released table if the table is
+// obsolete (no longer in the current version).
+func (t *table) removeFile() {
+	if !t.obsolete.Load() {
+		return
+	}
+	db := t.db
+	if err := db.fs.Remove(db.fileName(fileTypeTable, t.meta.FileNum)); err != nil {
+		db.logf("deleting obsolete table %06d: %v", t.meta.FileNum, err)
 	}
 }
 
@@ -70,7 +76,7 @@ func (db *DB) retireTable(t *table) {
 	db.retireMu.Lock()
 	if db.retireStopped {
 		db.retireMu.Unlock()
-		t.release(false)
+		t.release()
 		return
 	}
 	db.retired = append(db.retired, t)
@@ -99,21 +105,27 @@ func (db *DB) deleteLoop() {
 	}
 }
 
-// releaseRetired closes and deletes the tables retired so far, and frees
-// the memtables. With stop set, later retirements are released at once
-// instead of queued: Close and a failed Open call it last thing before
-// they release the LOCK.
+// releaseRetired frees the memtables retired so far and closes and
+// deletes the tables. The memory goes first, all of it, and the files
+// after: deleting a file can wait for the device (the kernel may first
+// finish writing its pages back), and memory queued behind it would
+// count in the process's resident set all that time. With stop set, later
+// retirements are released at once instead of queued: Close and a failed
+// Open call it last thing before they release the LOCK.
 func (db *DB) releaseRetired(stop bool) {
 	db.retireMu.Lock()
 	tables, mems := db.retired, db.retiredMems
 	db.retired, db.retiredMems = nil, nil
 	db.retireStopped = db.retireStopped || stop
 	db.retireMu.Unlock()
-	for _, t := range tables {
-		t.release(true)
-	}
 	for _, m := range mems {
 		m.Free()
+	}
+	for _, t := range tables {
+		t.release()
+	}
+	for _, t := range tables {
+		t.removeFile()
 	}
 }
 

@@ -1,8 +1,8 @@
 // Package manual allocates byte buffers outside the Go heap, for memory a
 // store holds for a long time and frees at a moment it knows: a table's
 // pinned filter and index, freed when the last version using the table
-// lets go of it, and a memtable's slabs, freed when the last reader of the
-// memtable lets go of it.
+// lets go of it, and a memtable's slabs, freed when the flush that wrote
+// the memtable out, or the last reader of it, lets go of it.
 //
 // # Why
 //

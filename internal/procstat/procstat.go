@@ -1,6 +1,6 @@
 // Package procstat reads what Linux's /proc says of this process, for the
 // benchmarks (cmd/kvbench, and the peers module's runner): its I/O
-// counters, its peak resident set and its open file descriptors. Other
+// counters, its peak and current resident set (Status) and its open file descriptors. Other
 // systems have no /proc, and every function then returns an error.
 package procstat
 
@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -48,19 +49,32 @@ func ReadIO() (IO, error) {
 // PeakRSS is VmHWM from /proc/self/status, in bytes: the process's peak
 // resident set so far.
 func PeakRSS() (int64, error) {
-	var kb int64 = -1
+	v, err := Status("VmHWM")
+	if err != nil {
+		return 0, err
+	}
+	return v[0], nil
+}
+
+// Status returns the named sizes of /proc/self/status ("VmRSS",
+// "RssAnon", ...), in bytes, in the order named.
+func Status(names ...string) ([]int64, error) {
+	out := make([]int64, len(names))
+	seen := 0
 	err := procFields("/proc/self/status", func(name, value string) error {
-		if name != "VmHWM" {
+		i := slices.Index(names, name)
+		if i < 0 {
 			return nil
 		}
-		v, err := strconv.ParseInt(strings.TrimSuffix(value, " kB"), 10, 64)
-		kb = v
+		kb, err := strconv.ParseInt(strings.TrimSuffix(value, " kB"), 10, 64)
+		out[i] = kb << 10
+		seen++
 		return err
 	})
-	if err == nil && kb < 0 {
-		err = fmt.Errorf("/proc/self/status has no VmHWM")
+	if err == nil && seen < len(names) {
+		err = fmt.Errorf("/proc/self/status lacks some of %s", strings.Join(names, ", "))
 	}
-	return kb << 10, err
+	return out, err
 }
 
 // OpenFiles counts the process's open file descriptors.

@@ -22,6 +22,12 @@ func TestReadings(t *testing.T) {
 	if rss, err := PeakRSS(); err != nil || rss <= 0 {
 		t.Fatalf("PeakRSS() = %d, %v", rss, err)
 	}
+	if v, err := Status("VmRSS", "VmHWM"); err != nil || v[0] <= 0 || v[0] > v[1] {
+		t.Fatalf("Status(VmRSS, VmHWM) = %v, %v; want a resident set within the peak", v, err)
+	}
+	if _, err := Status("NoSuchField"); err == nil {
+		t.Fatal("Status of a field /proc/self/status lacks: no error")
+	}
 	if n, err := OpenFiles(); err != nil || n < 3 {
 		t.Fatalf("OpenFiles() = %d, %v; want at least stdin, stdout and stderr", n, err)
 	}

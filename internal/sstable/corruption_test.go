@@ -40,7 +40,7 @@ func readAll(t *testing.T, fs vfs.FS, name string, entries []kv) error {
 	if i != len(entries) {
 		t.Fatalf("forward scan saw %d of %d entries without an error", i, len(entries))
 	}
-	it = r.NewScanIter()
+	it = r.NewScanIter(ScanReadaheadMax)
 	i = 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if i >= len(entries) || base.Compare(it.Key(), entries[i].key) != 0 || !bytes.Equal(it.Value(), entries[i].value) {

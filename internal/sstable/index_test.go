@@ -67,7 +67,7 @@ func TestIndexRestartInterval(t *testing.T) {
 				checkIter(t, rng, r.NewIterBounds(lo, hi), entries, lo, hi)
 			}
 			checkWalks(t, r.NewIter(), entries)
-			checkWalks(t, r.NewScanIter(), entries)
+			checkWalks(t, r.NewScanIter(ScanReadaheadMax), entries)
 			var kept int
 			problems, err := r.Verify(func(k base.InternalKey, v []byte) {
 				if kept < len(entries) && (base.Compare(k, entries[kept].key) != 0 || !bytes.Equal(v, entries[kept].value)) {

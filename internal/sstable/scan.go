@@ -3,12 +3,13 @@ package sstable
 import "github.com/shale-db/shale/internal/base"
 
 // Readahead sizes of a scan (Reader.NewScanIter): the first read past a
-// block is scanReadaheadMin bytes, and each further one doubles, up to
-// scanReadaheadMax. Starting small bounds the memory of a compaction that
-// opens many inputs at once and reads few of them far.
+// block is ScanReadaheadMin bytes, and each further one doubles, up to the
+// scan's bound, at most ScanReadaheadMax. Starting small bounds the memory
+// of a compaction that opens many inputs at once and reads few of them
+// far; the bound lets the inputs of one compaction share a budget.
 const (
-	scanReadaheadMin = 32 << 10
-	scanReadaheadMax = 256 << 10
+	ScanReadaheadMin = 32 << 10
+	ScanReadaheadMax = 256 << 10
 )
 
 // scanReader serves a table's data blocks, read front to back, from large
@@ -26,6 +27,7 @@ type scanReader struct {
 	buf       []byte
 	off       uint64
 	readahead uint64 // the size of the next read
+	maxAhead  uint64 // the bound of readahead
 	decoded   []byte // the last block decompressed
 }
 
@@ -52,7 +54,7 @@ func (s *scanReader) block(h blockHandle) ([]byte, error) {
 			return nil, err
 		}
 		s.buf, s.off = buf, h.offset
-		s.readahead = min(2*s.readahead, scanReadaheadMax)
+		s.readahead = min(2*s.readahead, s.maxAhead)
 	}
 	r.stats.BlockReads.Add(1)
 	start := h.offset - s.off
@@ -65,7 +67,7 @@ func (s *scanReader) block(h blockHandle) ([]byte, error) {
 
 // release drops the buffers, at the end of the table: a compaction keeps
 // its exhausted inputs until it ends, and each would hold its last read,
-// up to scanReadaheadMax bytes.
+// up to its readahead bound.
 func (s *scanReader) release() { s.buf, s.decoded = nil, nil }
 
 // ScanFile is a File that tells a scan's reads from other reads: a scan
@@ -90,11 +92,18 @@ func (r *Reader) scanReadAt(buf []byte, off int64) error {
 
 // NewScanIter returns an iterator over the whole table for reading it once,
 // front to back, as a compaction does: data blocks come from sequential
-// reads of up to 256 KiB, bypassing the block cache (neither looking blocks
+// reads of up to maxReadahead bytes (clamped to [ScanReadaheadMin,
+// ScanReadaheadMax]), bypassing the block cache (neither looking blocks
 // up nor inserting them), each block's checksum verified. It supports every
 // move, but seeks and backward moves re-read the file where they land.
 // Unlike NewIter's, its Value is valid only until the next move (the
 // InternalIterator contract): the buffers it aliases are reused.
-func (r *Reader) NewScanIter() base.InternalIterator {
-	return &tableIter{r: r, scan: &scanReader{r: r, readahead: scanReadaheadMin}}
+func (r *Reader) NewScanIter(maxReadahead int) base.InternalIterator {
+	return &tableIter{r: r, scan: newScanReader(r, maxReadahead)}
+}
+
+// newScanReader returns a scanReader whose reads grow to maxReadahead
+// bytes, clamped to [ScanReadaheadMin, ScanReadaheadMax].
+func newScanReader(r *Reader, maxReadahead int) *scanReader {
+	return &scanReader{r: r, readahead: ScanReadaheadMin, maxAhead: uint64(min(max(maxReadahead, ScanReadaheadMin), ScanReadaheadMax))}
 }

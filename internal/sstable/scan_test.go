@@ -12,10 +12,11 @@ import (
 	"github.com/shale-db/shale/vfs"
 )
 
-// readCountFS counts the ReadAt calls made on the files it opens.
+// readCountFS counts the ReadAt calls made on the files it opens, and
+// keeps the length of the largest.
 type readCountFS struct {
 	vfs.FS
-	reads int
+	reads, largest int
 }
 
 type readCountFile struct {
@@ -33,6 +34,7 @@ func (fs *readCountFS) Open(name string) (vfs.File, error) {
 
 func (f *readCountFile) ReadAt(p []byte, off int64) (int, error) {
 	f.fs.reads++
+	f.fs.largest = max(f.fs.largest, len(p))
 	return f.File.ReadAt(p, off)
 }
 
@@ -68,7 +70,7 @@ func TestScanIter(t *testing.T) {
 	defer r.Close()
 	fs.reads = 0
 
-	it := r.NewScanIter()
+	it := r.NewScanIter(ScanReadaheadMax)
 	i := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if i >= len(entries) || base.Compare(it.Key(), entries[i].key) != 0 {
@@ -100,7 +102,7 @@ func TestScanIter(t *testing.T) {
 	}
 
 	// Seeks and backward moves work too, if not sequentially.
-	it = r.NewScanIter()
+	it = r.NewScanIter(ScanReadaheadMax)
 	defer it.Close()
 	for _, j := range []int{4000, 10, 2500, 2501, 4999} {
 		if !it.SeekGE(entries[j].key.UserKey) || base.Compare(it.Key(), entries[j].key) != 0 {
@@ -108,6 +110,31 @@ func TestScanIter(t *testing.T) {
 		}
 		if !it.Prev() || base.Compare(it.Key(), entries[j-1].key) != 0 || !bytes.Equal(it.Value(), entries[j-1].value) {
 			t.Fatalf("Prev after SeekGE(%s): valid %v", entries[j].key, it.Valid())
+		}
+	}
+}
+
+// TestScanReadaheadBound checks that a scan given a smaller bound reads
+// ahead no further than it: the inputs of one compaction share a budget.
+func TestScanReadaheadBound(t *testing.T) {
+	entries := scanTestEntries(5000, -1)
+	fs := &readCountFS{FS: vfs.NewMem()}
+	props := buildTable(t, fs, "t.sst", entries, WriterOptions{})
+	r := openTable(t, fs, "t.sst", ReaderOptions{})
+	defer r.Close()
+	for _, bound := range []int{ScanReadaheadMin, 64 << 10, 100 << 10} {
+		fs.reads, fs.largest = 0, 0
+		it := r.NewScanIter(bound)
+		n := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		if err := it.Close(); err != nil || n != len(entries) {
+			t.Fatalf("bound %d: scanned %d of %d entries, error %v", bound, n, len(entries), err)
+		}
+		if fs.largest > bound || fs.reads < int(props.DataSize)/bound {
+			t.Errorf("bound %d: %d reads of %d data bytes, the largest %d bytes; want none above the bound",
+				bound, fs.reads, props.DataSize, fs.largest)
 		}
 	}
 }
@@ -123,7 +150,7 @@ func TestScanCorruption(t *testing.T) {
 
 	r := openTable(t, fs, "t.sst", ReaderOptions{})
 	defer r.Close()
-	it := r.NewScanIter()
+	it := r.NewScanIter(ScanReadaheadMax)
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if base.Compare(it.Key(), entries[n].key) != 0 || !bytes.Equal(it.Value(), entries[n].value) {

@@ -23,7 +23,7 @@ import (
 // the scan.
 func (r *Reader) Verify(keep func(key base.InternalKey, value []byte)) (problems []error, err error) {
 	var index, data blockIter
-	scan := scanReader{r: r, readahead: scanReadaheadMin}
+	scan := newScanReader(r, ScanReadaheadMax)
 	if err := index.init(r.name, r.indexOffset, r.index); err != nil {
 		return []error{err}, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	pebblebloom "github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/shale-db/shale"
+	"github.com/shale-db/shale/internal/manual"
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/filter"
 	"github.com/syndtr/goleveldb/leveldb/opt"
@@ -42,7 +43,10 @@ type store struct {
 	// does not count (shale's WAL; see shale.Options.DisableWALMapping);
 	// nil if the engine writes none.
 	mappedWrites func() int64
-	close        func() error
+	// memory returns what the store says it holds, for the memory trace
+	// (-memtrace); nil if the engine does not say.
+	memory func() engineMemory
+	close  func() error
 }
 
 // engines are the stores the runner knows, by name. pebble-filters is the
@@ -97,7 +101,15 @@ func openShale(dir string, filters shale.FilterPolicy) (*store, error) {
 		newReader:    func() (func([]byte) (bool, error), func() error) { return get, func() error { return nil } },
 		levelWrites:  levelWrites,
 		mappedWrites: func() int64 { return db.Metrics().WALMappedBytes },
-		close:        db.Close,
+		memory: func() engineMemory {
+			m := db.Metrics()
+			return engineMemory{
+				OffHeap: manual.InUse(), Filters: m.FilterMemory, Indexes: m.IndexMemory,
+				MemTables: m.MemTableBytes + m.ImmutableMemTableBytes, MemTableFilters: m.MemTableFilterBytes,
+				BlockCache: m.BlockCacheBytes,
+			}
+		},
+		close: db.Close,
 	}, nil
 }
 

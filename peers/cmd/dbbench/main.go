@@ -26,6 +26,13 @@
 // Usage:
 //
 //	go run ./cmd/dbbench [-keys 1000000] [-reads 1000000] [-dir /tmp] [-engines shale,pebble,pebble-filters,goleveldb]
+//	    [-workloads fillrandom,readrandom,readmissing,fillrandom-4] [-memtrace mem.csv]
+//
+// -memtrace writes a CSV file of every workload's memory, sampled every
+// 100 ms from the start of the workload to the end of its process (its
+// columns: memtraceHeader): the resident set, the Go heap and, for shale,
+// what its Metrics say it holds, to see when the peak comes and what
+// makes it.
 package main
 
 import (
@@ -42,15 +49,18 @@ import (
 )
 
 var (
-	numKeys    = flag.Int("keys", 1_000_000, "keys in the store (the issue's scales: 1000000 and 10000000)")
-	numReads   = flag.Int("reads", 1_000_000, "lookups per read workload")
-	baseDir    = flag.String("dir", os.TempDir(), "where each engine's fresh directories are made")
-	engineList = flag.String("engines", "shale,pebble,pebble-filters,goleveldb", "engines to run, comma-separated; shale first gives the ratios")
+	numKeys      = flag.Int("keys", 1_000_000, "keys in the store (the issue's scales: 1000000 and 10000000)")
+	numReads     = flag.Int("reads", 1_000_000, "lookups per read workload")
+	baseDir      = flag.String("dir", os.TempDir(), "where each engine's fresh directories are made")
+	engineList   = flag.String("engines", "shale,pebble,pebble-filters,goleveldb", "engines to run, comma-separated; shale first gives the ratios")
+	workloadList = flag.String("workloads", strings.Join(workloads, ","), "workloads to run, comma-separated; they run in the default's order, and the reads need fillrandom's store")
+	memtracePath = flag.String("memtrace", "", "write a CSV `file` of each workload's memory, sampled every 100 ms (see memtraceHeader)")
 
 	// The flags a child process runs with; the parent sets them.
 	childEngine   = flag.String("child.engine", "", "run one workload on this engine and print its result as JSON (internal)")
 	childWorkload = flag.String("child.workload", "", "the workload a child runs (internal)")
 	childStore    = flag.String("child.store", "", "the store directory a child uses (internal)")
+	childMemtrace = flag.String("child.memtrace", "", "the memory trace a child appends to (internal)")
 )
 
 // workloads in the order they run: the reads use the store fillrandom leaves.
@@ -59,7 +69,7 @@ var workloads = []string{"fillrandom", "readrandom", "readmissing", "fillrandom-
 func main() {
 	flag.Parse()
 	if *childEngine != "" {
-		res, err := runChild(*childEngine, *childWorkload, *childStore, *numKeys, *numReads)
+		res, err := runChild(*childEngine, *childWorkload, *childStore, *childMemtrace, *numKeys, *numReads)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s %s: %v\n", *childEngine, *childWorkload, err)
 			os.Exit(1)
@@ -88,6 +98,20 @@ func runAll() error {
 			return fmt.Errorf("pebble-filters reads the store pebble fills: list pebble too")
 		}
 	}
+	chosen := strings.Split(*workloadList, ",")
+	for _, w := range chosen {
+		if !slices.Contains(workloads, w) {
+			return fmt.Errorf("unknown workload %q", w)
+		}
+	}
+	if slices.ContainsFunc(chosen, func(w string) bool { return strings.HasPrefix(w, "read") }) && !slices.Contains(chosen, "fillrandom") {
+		return fmt.Errorf("the reads read the store fillrandom fills: list fillrandom too")
+	}
+	if *memtracePath != "" {
+		if err := os.WriteFile(*memtracePath, []byte(memtraceHeader+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
 	root, err := os.MkdirTemp(*baseDir, "dbbench-")
 	if err != nil {
 		return err
@@ -99,6 +123,9 @@ func runAll() error {
 	}
 	fmt.Printf("dbbench: %d keys, %d reads per read workload, stores under %s\n\n", *numKeys, *numReads, root)
 	for _, w := range workloads {
+		if !slices.Contains(chosen, w) {
+			continue
+		}
 		var results []result
 		for _, name := range names {
 			if name == "pebble-filters" && strings.HasPrefix(w, "fill") {
@@ -137,7 +164,7 @@ func storeDir(root, engine, workload string) string {
 func runInChild(self, engine, workload, dir string) (result, error) {
 	cmd := exec.Command(self,
 		"-child.engine", engine, "-child.workload", workload, "-child.store", dir,
-		"-keys", fmt.Sprint(*numKeys), "-reads", fmt.Sprint(*numReads))
+		"-keys", fmt.Sprint(*numKeys), "-reads", fmt.Sprint(*numReads), "-child.memtrace", *memtracePath)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = os.Stderr

@@ -45,15 +45,31 @@ type result struct {
 	PeakRSS     int64 // VmHWM, bytes
 }
 
-// runChild opens engine's store in dir and runs one workload on it.
-func runChild(engine, workload, dir string, n, reads int) (res result, err error) {
+// runChild opens engine's store in dir and runs one workload on it,
+// appending samples of its memory to the trace at memtracePath if not "".
+func runChild(engine, workload, dir, memtracePath string, n, reads int) (res result, err error) {
 	s, err := engines[engine](dir)
 	if err != nil {
 		return res, err
 	}
+	var trace *memtrace
+	if memtracePath != "" {
+		if trace, err = startMemtrace(memtracePath, engine, workload, s.memory); err != nil {
+			s.close()
+			return res, err
+		}
+	}
 	defer func() {
+		if trace != nil {
+			trace.setPhase("close")
+		}
 		if cerr := s.close(); err == nil {
 			err = cerr
+		}
+		if trace != nil {
+			if terr := trace.stop(); err == nil {
+				err = terr
+			}
 		}
 		if err == nil {
 			res.PeakRSS, err = procstat.PeakRSS()
@@ -99,6 +115,9 @@ func runChild(engine, workload, dir string, n, reads int) (res result, err error
 	res.IO.WChar += mappedBytes
 	if strings.HasPrefix(workload, "fill") {
 		res.Ops = n
+		if trace != nil {
+			trace.setPhase("settle")
+		}
 		settleStart := time.Now()
 		settled, err := settle()
 		if err != nil {
