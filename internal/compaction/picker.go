@@ -154,7 +154,8 @@ type Compaction struct {
 	// files of OutputLevel that overlap them, in key order.
 	Inputs [2][]*manifest.FileMeta
 	// Score is the score of Level when it was picked (>= 1, see
-	// LevelScore.Score; below 1 for a compaction of deletions, see Pick).
+	// LevelScore.Score; below 1 for a compaction of deletions or for
+	// reads, see Pick).
 	Score float64
 	// Reason says why, for logs and metrics: "L0 has 5 files (threshold 4)".
 	Reason string
