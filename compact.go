@@ -343,6 +343,20 @@ func (db *DB) compactLoop() {
 	}
 }
 
+// compactionOptions returns the picker's options for version v: the tree's
+// shape from the DB's options, and v's tables' wasted reads unless read
+// compactions are off.
+func (db *DB) compactionOptions(v *version) compaction.Options {
+	o := compaction.Options{
+		L0CompactionThreshold: db.opts.L0CompactionThreshold,
+		LBaseMaxBytes:         uint64(db.opts.LBaseMaxBytes),
+	}
+	if !db.opts.DisableReadCompactions {
+		o.WastedReads = func(f *manifest.FileMeta) int64 { return v.tables[f.FileNum].wastedReads.Load() }
+	}
+	return o.WithDefaults()
+}
+
 // compactOnce runs the compaction the picker chooses, if any.
 func (db *DB) compactOnce() (bool, error) {
 	db.compactMu.Lock()
@@ -354,7 +368,7 @@ func (db *DB) compactOnce() (bool, error) {
 	}
 	v := db.current
 	v.ref()
-	c := compaction.Pick(v.Version, db.opts.compactionOptions())
+	c := compaction.Pick(v.Version, db.compactionOptions(v))
 	db.mu.Unlock()
 	defer v.unref()
 	if files := deleteOnlyFiles(v, db.snapshotSeqs()); len(files) > 0 {
@@ -362,6 +376,13 @@ func (db *DB) compactOnce() (bool, error) {
 	}
 	if c == nil {
 		return false, nil
+	}
+	if c.ForReads {
+		// A table moved down as it is keeps its reader, and with it its
+		// count: it starts again, so that the move is not picked again.
+		for _, f := range c.Inputs[0] {
+			v.tables[f.FileNum].wastedReads.Store(0)
+		}
 	}
 	job := compactionJob{outputLevel: c.OutputLevel, reason: c.Reason, allowMove: true}
 	for i, files := range c.Inputs {
@@ -373,7 +394,13 @@ func (db *DB) compactOnce() (bool, error) {
 			job.inputs = append(job.inputs, levelFile{level, f})
 		}
 	}
-	return true, db.runCompaction(v, job)
+	if err := db.runCompaction(v, job); err != nil {
+		return true, err
+	}
+	if c.ForReads {
+		db.stats.readCompactions.Add(1)
+	}
+	return true, nil
 }
 
 type levelFile struct {

@@ -620,6 +620,7 @@ type dbStats struct {
 	slowdowns          atomic.Int64
 	slowdownNanos      atomic.Int64
 	trivialMoves       atomic.Int64
+	readCompactions    atomic.Int64
 	// deleteOnlyCompactions counts the edits that dropped tables a range
 	// tombstone deletes wholly, without reading them.
 	deleteOnlyCompactions atomic.Int64

@@ -100,12 +100,17 @@ type Metrics struct {
 	// DeleteOnlyCompactions counts the version edits that dropped, without
 	// reading them, tables a newer range tombstone deletes wholly.
 	DeleteOnlyCompactions int64
-	CompactionBytesIn     int64 // bytes of the tables compactions read
-	CompactionBytesOut    int64 // bytes of the tables compactions wrote
+	// ReadCompactions counts the compactions and moves picked because a
+	// table's Gets read its blocks for nothing too often (see
+	// Options.DisableReadCompactions); Compactions or TrivialMoves count
+	// them too.
+	ReadCompactions    int64
+	CompactionBytesIn  int64 // bytes of the tables compactions read
+	CompactionBytesOut int64 // bytes of the tables compactions wrote
 	// CompactionDue reports whether a compaction is wanted now: a level
 	// scoring >= 1, a table above the bottom level that is at least half
-	// point deletions (then every score may be below 1), or tables a range
-	// tombstone deletes wholly. With ImmutableTables at 0 and this false,
+	// point deletions or that has used up its read allowance (then every
+	// score may be below 1), or tables a range tombstone deletes wholly. With ImmutableTables at 0 and this false,
 	// the tree is settled.
 	CompactionDue bool
 	// WriteAmp is (WAL + flush + compaction bytes written) / user bytes.
@@ -191,9 +196,10 @@ func (db *DB) Metrics() Metrics {
 	m.OpenFiles = m.TableFilesOpen + nonTableFiles
 	m.TableCacheHits = db.tableCache.hits.Load()
 	m.TableCacheReopens = db.tableCache.reopens.Load()
-	scores, baseLevel := compaction.Scores(v.Version, db.opts.compactionOptions())
+	copts := db.compactionOptions(v)
+	scores, baseLevel := compaction.Scores(v.Version, copts)
 	m.BaseLevel = baseLevel
-	m.CompactionDue = compaction.Pick(v.Version, db.opts.compactionOptions()) != nil || len(deleteOnlyFiles(v, db.snapshotSeqs())) > 0
+	m.CompactionDue = compaction.Pick(v.Version, copts) != nil || len(deleteOnlyFiles(v, db.snapshotSeqs())) > 0
 	for level, files := range v.Levels {
 		lm := LevelMetrics{Files: len(files), Bytes: int64(v.LevelSize(level)), BytesWritten: db.stats.levelBytesWritten[level].Load()}
 		if level < len(scores) {
@@ -218,6 +224,7 @@ func (db *DB) Metrics() Metrics {
 	m.Compactions = db.stats.compactions.Load()
 	m.TrivialMoves = db.stats.trivialMoves.Load()
 	m.DeleteOnlyCompactions = db.stats.deleteOnlyCompactions.Load()
+	m.ReadCompactions = db.stats.readCompactions.Load()
 	m.CompactionBytesIn = db.stats.compactionBytesIn.Load()
 	m.CompactionBytesOut = db.stats.compactionBytesOut.Load()
 	if m.UserBytes > 0 {
@@ -289,12 +296,15 @@ func (m Metrics) String() string {
 		fmt.Fprintf(&b, "range filters: %d checks, %d skips, %d false positives\n",
 			m.RangeFilterChecks, m.RangeFilterSkips, m.RangeFilterFalsePositives)
 	}
-	deleteOnly := ""
+	others := ""
 	if m.DeleteOnlyCompactions > 0 {
-		deleteOnly = fmt.Sprintf(", +%d delete-only", m.DeleteOnlyCompactions)
+		others = fmt.Sprintf(", +%d delete-only", m.DeleteOnlyCompactions)
+	}
+	if m.ReadCompactions > 0 {
+		others += fmt.Sprintf("; %d for reads", m.ReadCompactions)
 	}
 	fmt.Fprintf(&b, "flushes: %d (%s); compactions: %d (+%d moves%s), %s read, %s written; write amp: %.2f\n",
-		m.Flushes, humanBytes(m.FlushBytes), m.Compactions, m.TrivialMoves, deleteOnly,
+		m.Flushes, humanBytes(m.FlushBytes), m.Compactions, m.TrivialMoves, others,
 		humanBytes(m.CompactionBytesIn), humanBytes(m.CompactionBytesOut), m.WriteAmp)
 	fmt.Fprintf(&b, "stalls: %v; slowdowns: %d (%v); last seqnum: %d; open snapshots: %d\n",
 		m.StallTime.Round(time.Millisecond), m.Slowdowns, m.SlowdownTime.Round(time.Millisecond), m.LastSeqNum, m.Snapshots)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/cache"
+	"github.com/shale-db/shale/internal/compaction"
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/memtable"
 	"github.com/shale-db/shale/internal/sstable"
@@ -383,6 +384,17 @@ func (db *DB) openTable(meta *manifest.FileMeta) (*table, error) {
 	if rf := db.opts.RangeFilter; rf != nil {
 		opts.RangeFilterMap = rf.Map
 	}
+	t := &table{meta: meta, db: db}
+	if !db.opts.DisableReadCompactions {
+		// The count reaching the allowance wakes the compactions, which
+		// pick the table once nothing else is due.
+		allowance := compaction.ReadAllowance(meta)
+		opts.OnWastedRead = func() {
+			if t.wastedReads.Add(1) == allowance {
+				db.maybeScheduleCompaction()
+			}
+		}
+	}
 	r, err := sstable.Open(f, name, opts)
 	if err != nil {
 		f.Close()
@@ -391,7 +403,8 @@ func (db *DB) openTable(meta *manifest.FileMeta) (*table, error) {
 	f.tableOpened()
 	props := r.Properties()
 	meta.Entries, meta.Deletions = props.NumEntries, props.NumDeletions
-	return &table{meta: meta, reader: r, db: db}, nil
+	t.reader = r
+	return t, nil
 }
 
 // deleteObsoleteFiles removes, of the files Open found (names), what no

@@ -3,7 +3,6 @@ package shale
 import (
 	"fmt"
 
-	"github.com/shale-db/shale/internal/compaction"
 	"github.com/shale-db/shale/rangefilter"
 	"github.com/shale-db/shale/vfs"
 )
@@ -111,6 +110,13 @@ type Options struct {
 	// DisableAutomaticCompactions stops background compactions; Compact
 	// still works. Tests use it to keep files in L0.
 	DisableAutomaticCompactions bool
+	// DisableReadCompactions turns off read compactions, which are on by
+	// default: a table whose Gets read a data block for nothing (a
+	// filter's false positive) about once per 16 KiB of the table, and at
+	// least 100 times, is compacted into the level below once no
+	// compaction for the tree's shape is due, so that later lookups in its
+	// range consult one table fewer. See the README's "Read compactions".
+	DisableReadCompactions bool
 	// FilterPolicy, when set, chooses the filter of each new SSTable and
 	// overrides BloomBitsPerKey: UniformFilter, PerLevelFilters or
 	// MonkeyBloom. See the README's "Choosing a filter".
@@ -210,11 +216,4 @@ func (o *Options) withDefaults() Options {
 		r.FilterPolicy = UniformFilter(f)
 	}
 	return r
-}
-
-func (o *Options) compactionOptions() compaction.Options {
-	return compaction.Options{
-		L0CompactionThreshold: o.L0CompactionThreshold,
-		LBaseMaxBytes:         uint64(o.LBaseMaxBytes),
-	}.WithDefaults()
 }

@@ -32,7 +32,12 @@ type table struct {
 	reader   *sstable.Reader
 	refs     atomic.Int32 // versions that include the table
 	obsolete atomic.Bool  // no longer in the current version
-	db       *DB
+	// wastedReads counts the Gets that read one of the table's data blocks
+	// and found nothing (sstable.ReaderOptions.OnWastedRead) since it was
+	// opened or last picked for a read compaction: the picker's
+	// compaction.Options.WastedReads.
+	wastedReads atomic.Int64
+	db          *DB
 }
 
 func (t *table) unref() {

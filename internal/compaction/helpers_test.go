@@ -52,15 +52,17 @@ func parseSize(t testing.TB, s string) uint64 {
 
 // parseVersion reads one file per line:
 //
-//	L0: 000005:a#10,SET-c#12,SET size=1MiB [entries=N dels=M]
+//	L0: 000005:a#10,SET-c#12,SET size=1MiB [entries=N dels=M wasted=W]
 //
 // entries and dels set the file's entry counts (manifest.FileMeta.Entries,
-// Deletions), unknown (zero) when absent.
+// Deletions), unknown (zero) when absent; wasted gives the file W wasted
+// reads (Options.WastedReads), returned by file number.
 // It keeps L0 newest first (by largest seqnum) and sorts the other levels by
 // smallest key, as a Version requires.
-func parseVersion(t testing.TB, input string) *manifest.Version {
+func parseVersion(t testing.TB, input string) (*manifest.Version, map[uint64]int64) {
 	t.Helper()
 	v := &manifest.Version{}
+	wasted := map[uint64]int64{}
 	for _, line := range strings.Split(input, "\n") {
 		if strings.TrimSpace(line) == "" {
 			continue
@@ -86,6 +88,8 @@ func parseVersion(t testing.TB, input string) *manifest.Version {
 				entries = n
 			case name == "dels":
 				dels = n
+			case name == "wasted":
+				wasted[num] = int64(n)
 			default:
 				t.Fatalf("unknown argument %q in %q", arg, line)
 			}
@@ -100,7 +104,7 @@ func parseVersion(t testing.TB, input string) *manifest.Version {
 		v.Levels[level] = append(v.Levels[level], f)
 	}
 	sortLevels(v)
-	return v
+	return v, wasted
 }
 
 func sortLevels(v *manifest.Version) {

@@ -23,6 +23,28 @@ type Options struct {
 	// LevelMultiplier is the ratio of sizes between adjacent levels that
 	// decides when the base level moves up (see Targets). Default 10.
 	LevelMultiplier int
+	// WastedReads, when not nil, returns how many point reads of a file
+	// read one of its data blocks and found nothing there, since the file
+	// was opened or last picked for a read compaction. A file above the
+	// bottom level whose count reaches its ReadAllowance is compacted into
+	// the level below when nothing else is due (see Pick). nil: no read
+	// compactions.
+	WastedReads func(*manifest.FileMeta) int64
+}
+
+// ReadAllowance is the number of wasted reads (see Options.WastedReads) a
+// file may cost before the picker compacts it into the level below: one
+// for every 16 KiB of the file, and at least 100. LevelDB's seek
+// compactions chose the same ratio, reasoning that one wasted disk read
+// costs about what compacting 16 KiB does (40 KiB in their estimate,
+// halved to be conservative). With filters a wasted read is a filter's
+// false positive, so a file must first have been consulted about 100
+// times as often (at 10 bits per key): for a 2 MiB table that is about
+// 13,000 lookups of keys in its range that a lower level answers or that
+// are absent. Each such lookup stops consulting the file's filter once it
+// has been merged into the level below, where the lookup goes anyway.
+func ReadAllowance(f *manifest.FileMeta) int64 {
+	return max(100, int64(f.Size/(16<<10)))
 }
 
 // WithDefaults returns o with every zero or negative field set to its
@@ -132,10 +154,14 @@ type Compaction struct {
 	// files of OutputLevel that overlap them, in key order.
 	Inputs [2][]*manifest.FileMeta
 	// Score is the score of Level when it was picked (>= 1, see
-	// LevelScore.Score; below 1 for a compaction of deletions, see Pick).
+	// LevelScore.Score; below 1 for a compaction of deletions or for
+	// reads, see Pick).
 	Score float64
 	// Reason says why, for logs and metrics: "L0 has 5 files (threshold 4)".
 	Reason string
+	// ForReads says that the compaction was picked because a file of
+	// Inputs[0] used up its ReadAllowance, not for the tree's shape.
+	ForReads bool
 }
 
 // String summarizes the compaction in one line, e.g.
@@ -213,9 +239,11 @@ func Scores(v *manifest.Version, opts Options) ([]LevelScore, int) {
 }
 
 // Pick returns the compaction the tree needs most, or nil if no level has a
-// score >= 1 (see LevelScore.Score). The level with the highest score wins;
-// ties go to the upper level. The choice depends on v alone. Pick assumes no
-// other compaction is running: the DB runs one at a time.
+// score >= 1 (see LevelScore.Score), no deletions need carrying down and no
+// file has used up its read allowance. The level with the highest score
+// wins; ties go to the upper level. The choice depends on v and, for read
+// compactions, the wasted-read counts alone. Pick assumes no other
+// compaction is running: the DB runs one at a time.
 //
 // When some level is over its target, some level has a score >= 1: the
 // deepest level over its target compacts into a level that is not.
@@ -258,6 +286,17 @@ func Scores(v *manifest.Version, opts Options) ([]LevelScore, int) {
 // collector and Pebble's tombstone density compactions do: otherwise the
 // tombstones left once their level is back under its target would keep the
 // data they delete on disk for as long as no more writes come.
+//
+// Last, when neither the shape nor deletions call for a compaction, a file
+// above the bottom level whose wasted reads (Options.WastedReads) have
+// reached its ReadAllowance is compacted into the level below
+// (Compaction.ForReads), LevelDB's seek compactions: the lookups of keys
+// in its range that read one of its blocks for nothing, a filter's false
+// positive, then have one table fewer to consult. The first such file
+// goes, L0 first and each level in key order, with the inputs a
+// compaction of it would take for size (for an L0 file, its overlap
+// closure). Coming last, read compactions never hold up the compactions
+// that keep the tree's shape; with no reads missing they never run.
 func Pick(v *manifest.Version, opts Options) *Compaction {
 	opts = opts.WithDefaults()
 	scores, baseLevel := Scores(v, opts)
@@ -270,7 +309,10 @@ func Pick(v *manifest.Version, opts Options) *Compaction {
 	}
 	switch {
 	case best < 0:
-		return pickDeletions(v, scores)
+		if c := pickDeletions(v, scores); c != nil {
+			return c
+		}
+		return pickReads(v, opts.WastedReads, scores, baseLevel)
 	case best == 0:
 		return &Compaction{
 			Level: 0, OutputLevel: baseLevel, Inputs: pickL0(v, baseLevel), Score: bestScore,
@@ -305,7 +347,14 @@ func behind(out LevelScore) string {
 // the base level that it overlaps.
 func pickL0(v *manifest.Version, baseLevel int) (inputs [2][]*manifest.FileMeta) {
 	l0 := v.Levels[0]
-	in := []*manifest.FileMeta{l0[len(l0)-1]}
+	return pickL0From(v, baseLevel, l0[len(l0)-1])
+}
+
+// pickL0From returns the overlap closure of the L0 file seed and the files
+// of the base level that it overlaps. Any closure is safe to move (see
+// Pick).
+func pickL0From(v *manifest.Version, baseLevel int, seed *manifest.FileMeta) (inputs [2][]*manifest.FileMeta) {
+	in := []*manifest.FileMeta{seed}
 	for {
 		lo, hi := userKeyRange(in)
 		grown := v.Overlapping(0, lo, hi)
@@ -339,6 +388,32 @@ func pickDeletions(v *manifest.Version, scores []LevelScore) *Compaction {
 		Level: level, OutputLevel: level + 1, Inputs: pickLevelFrom(v, level, seed), Score: scores[level].Score,
 		Reason: fmt.Sprintf("%06d is %d%% deletions", f.FileNum, 100*f.Deletions/f.Entries),
 	}
+}
+
+// pickReads returns a compaction of the first file above the bottom level,
+// L0 first and each level in key order, whose wasted reads have reached
+// its ReadAllowance, or nil if there is none or wasted is nil (see Pick).
+func pickReads(v *manifest.Version, wasted func(*manifest.FileMeta) int64, scores []LevelScore, baseLevel int) *Compaction {
+	if wasted == nil {
+		return nil
+	}
+	for level := range manifest.NumLevels - 1 {
+		for i, f := range v.Levels[level] {
+			n, allowance := wasted(f), ReadAllowance(f)
+			if n < allowance {
+				continue
+			}
+			c := &Compaction{Level: level, OutputLevel: level + 1, Score: scores[level].Score, ForReads: true,
+				Reason: fmt.Sprintf("%06d had %d wasted reads (allowance %d)", f.FileNum, n, allowance)}
+			if level == 0 {
+				c.OutputLevel, c.Inputs = baseLevel, pickL0From(v, baseLevel, f)
+			} else {
+				c.Inputs = pickLevelFrom(v, level, i)
+			}
+			return c
+		}
+	}
+	return nil
 }
 
 // pickLevel picks the inputs of a compaction of level (>= 1) into the next

@@ -17,6 +17,10 @@ import (
 //
 //	define [l0-threshold=N] [lbase=SIZE] [multiplier=N]  files, one a line
 //	pick [install]       Pick; install applies the result to the version
+//
+// A file's wasted=N in define gives it N wasted reads (Options.WastedReads,
+// set when some file has any).
+//
 //	scores               the base level, and each level's target, fullness and score
 //	base-level output=N keys=(a,b)  IsBaseLevelForKey for each key
 func TestPicker(t *testing.T) {
@@ -27,7 +31,12 @@ func TestPicker(t *testing.T) {
 	datadriven.RunTest(t, "testdata/picker", func(t *testing.T, d *datadriven.TestData) string {
 		switch d.Cmd {
 		case "define":
-			v, opts = parseVersion(t, d.Input), Options{}
+			var wasted map[uint64]int64
+			v, wasted = parseVersion(t, d.Input)
+			opts = Options{}
+			if len(wasted) > 0 {
+				opts.WastedReads = func(f *manifest.FileMeta) int64 { return wasted[f.FileNum] }
+			}
 			d.MaybeScanArgs(t, "l0-threshold", &opts.L0CompactionThreshold)
 			d.MaybeScanArgs(t, "multiplier", &opts.LevelMultiplier)
 			var lbase string
@@ -104,19 +113,36 @@ func TestPickMinOverlap(t *testing.T) {
 }
 
 // TestPickRandom picks and installs compactions on random trees until none
-// is needed, checking every pick.
+// is needed, checking every pick. Half the trees have files with wasted
+// reads, about half of those over their allowance.
 func TestPickRandom(t *testing.T) {
 	for seed := range uint64(1000) {
 		rng := rand.New(rand.NewPCG(seed, 0))
 		v := randomVersion(rng)
 		opts := Options{L0CompactionThreshold: 1 + rng.IntN(4), LBaseMaxBytes: 1 + uint64(rng.IntN(300)), LevelMultiplier: 1 + rng.IntN(10)}
+		wasted := map[uint64]int64{}
+		if rng.IntN(2) == 0 {
+			for _, files := range v.Levels {
+				for _, f := range files {
+					wasted[f.FileNum] = rng.Int64N(2 * ReadAllowance(f))
+				}
+			}
+			opts.WastedReads = func(f *manifest.FileMeta) int64 { return wasted[f.FileNum] }
+		}
 		steps := 0
 		for c := Pick(v, opts); c != nil; c = Pick(v, opts) {
 			checkCompaction(t, v, c)
-			checkMinOverlap(t, v, c)
 			_, baseLevel := Scores(v, opts)
-			if want := max(c.Level+1, baseLevel); c.OutputLevel != want || c.Score < 1 {
-				t.Fatalf("seed %d: Pick returned %s, score %.2f; want output level L%d", seed, c, c.Score, want)
+			if want := max(c.Level+1, baseLevel); c.OutputLevel != want {
+				t.Fatalf("seed %d: Pick returned %s; want output level L%d", seed, c, want)
+			}
+			if c.ForReads {
+				checkForReads(t, v, opts, c)
+			} else {
+				checkMinOverlap(t, v, c)
+				if c.Score < 1 {
+					t.Fatalf("seed %d: Pick returned %s, score %.2f", seed, c, c.Score)
+				}
 			}
 			v = install(v, c, nextFileNum(v))
 			checkVersion(t, v)
@@ -133,6 +159,13 @@ func TestPickRandom(t *testing.T) {
 		for level := 1; level < baseLevel; level++ {
 			if len(v.Levels[level]) > 0 {
 				t.Fatalf("seed %d: L%d, above the base level L%d, holds files\n%s", seed, level, baseLevel, v)
+			}
+		}
+		for _, files := range v.Levels[:manifest.NumLevels-1] {
+			for _, f := range files {
+				if wasted[f.FileNum] >= ReadAllowance(f) {
+					t.Fatalf("seed %d: Pick returned nil with %s at %d wasted reads, over its allowance\n%s", seed, f, wasted[f.FileNum], v)
+				}
 			}
 		}
 
@@ -213,6 +246,28 @@ func checkCompaction(t *testing.T, v *manifest.Version, c *Compaction) {
 	}
 }
 
+// checkForReads checks a read compaction: nothing else was due (no level
+// wanted compacting, and none would without the wasted reads), and its
+// inputs hold a file above the bottom level that used up its allowance,
+// the first such file in the order Pick takes them.
+func checkForReads(t *testing.T, v *manifest.Version, opts Options, c *Compaction) {
+	t.Helper()
+	if other := Pick(v, Options{L0CompactionThreshold: opts.L0CompactionThreshold, LBaseMaxBytes: opts.LBaseMaxBytes, LevelMultiplier: opts.LevelMultiplier}); other != nil {
+		t.Fatalf("read compaction %s picked while %s was due\n%s", c, other, v)
+	}
+	var first *manifest.FileMeta
+	for _, files := range v.Levels[:manifest.NumLevels-1] {
+		for _, f := range files {
+			if first == nil && opts.WastedReads(f) >= ReadAllowance(f) {
+				first = f
+			}
+		}
+	}
+	if first == nil || !slices.Contains(c.Inputs[0], first) {
+		t.Fatalf("read compaction %s: inputs lack the first file over its allowance, %v\n%s", c, first, v)
+	}
+}
+
 // checkMinOverlap checks that a compaction of a level >= 1 holds a file of
 // that level whose overlap with the next level, per byte of its own, is the
 // smallest of the level's: the file Pick starts from. The files that join it
@@ -256,14 +311,19 @@ func checkVersion(t *testing.T, v *manifest.Version) {
 }
 
 func TestWithDefaults(t *testing.T) {
+	// The sizes alone: WastedReads, a func, has no default and cannot be
+	// compared.
+	type sizes struct{ l0, lbase, mult any }
+	of := func(o Options) sizes { return sizes{o.L0CompactionThreshold, o.LBaseMaxBytes, o.LevelMultiplier} }
 	got := Options{L0CompactionThreshold: -1}.WithDefaults()
 	want := Options{L0CompactionThreshold: 6, LBaseMaxBytes: 64 << 20, LevelMultiplier: 10}
-	if got != want {
+	if of(got) != of(want) || got.WastedReads != nil {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
-	set := Options{L0CompactionThreshold: 2, LBaseMaxBytes: 1, LevelMultiplier: 3}
-	if set.WithDefaults() != set {
-		t.Fatalf("WithDefaults changed %+v to %+v", set, set.WithDefaults())
+	wasted := func(*manifest.FileMeta) int64 { return 7 }
+	set := Options{L0CompactionThreshold: 2, LBaseMaxBytes: 1, LevelMultiplier: 3, WastedReads: wasted}
+	if d := set.WithDefaults(); of(d) != of(set) || d.WastedReads == nil || d.WastedReads(nil) != 7 {
+		t.Fatalf("WithDefaults changed %+v to %+v", set, d)
 	}
 }
 

@@ -39,6 +39,12 @@ type ReaderOptions struct {
 	// Stats, when not nil, is where the reader counts its work; several
 	// readers may share one.
 	Stats *Stats
+	// OnWastedRead, when not nil, is called after each Get that read a data
+	// block of the table (from the file or the cache) and found no entry
+	// for the key: a filter's false positive, or any miss of a table
+	// without a filter. It may be called from many Gets at once. The DB
+	// counts these per table to pick read compactions.
+	OnWastedRead func()
 }
 
 // Stats count what readers do. The fields are updated atomically. A Get's
@@ -490,7 +496,8 @@ func (r *Reader) Get(ukey []byte, seq base.SeqNum, trace *GetTrace) (value []byt
 // at seq and newer than cover (the seqnum of the table's newest tombstone
 // covering ukey, 0 for none), or a range deletion if cover hides them all,
 // or nothing. held reports whether the table holds any version of ukey,
-// which a filter's "maybe" then was not a false positive for.
+// which a filter's "maybe" then was not a false positive for. A search
+// that read a block and found no version is reported to OnWastedRead.
 func (r *Reader) find(ukey []byte, seq, cover base.SeqNum, trace *GetTrace) (value []byte, kind base.Kind, found, held bool, err error) {
 	// The block the index names holds the newest version of ukey if the
 	// table holds any: when that block has no entry >= the search key, its
@@ -514,6 +521,9 @@ func (r *Reader) find(ukey []byte, seq, cover base.SeqNum, trace *GetTrace) (val
 	}
 	if it.err != nil {
 		return nil, 0, false, held, it.err
+	}
+	if !held && it.dataLoaded && r.opts.OnWastedRead != nil {
+		r.opts.OnWastedRead()
 	}
 	value, kind, found, _ = rangeDeleted(cover)
 	return value, kind, found, held, nil
