@@ -38,6 +38,20 @@ func writeSample(t *testing.T, w *Writer) {
 	must(w.WriteGroup([][]byte{[]byte("last")}, false))
 }
 
+// writtenSample writes the sample log (writeSample) to the file "written"
+// of mem with a Writer that never maps, closes it and returns its bytes:
+// what a mapped log must read back as.
+func writtenSample(t *testing.T, mem *vfs.MemFS, salt uint64) []byte {
+	t.Helper()
+	f, _ := mem.Create("written")
+	w := newWriter(f, salt)
+	writeSample(t, w)
+	if err := w.SyncClose(); err != nil {
+		t.Fatal(err)
+	}
+	return fileBytes(t, mem, "written")
+}
+
 func fileBytes(t *testing.T, fs vfs.FS, name string) []byte {
 	t.Helper()
 	f, err := fs.Open(name)
@@ -334,12 +348,7 @@ func (f *refusingFile) Write(p []byte) (int, error) {
 func TestMappedWriterNotMappableFirstStore(t *testing.T) {
 	const salt = 0x5eed
 	mem := vfs.NewMem()
-	wf, _ := mem.Create("written")
-	written := newWriter(wf, salt)
-	writeSample(t, written)
-	if err := written.SyncClose(); err != nil {
-		t.Fatal(err)
-	}
+	want := writtenSample(t, mem, salt)
 	f := newRefusingFile(t, mem, "log", 1, fmt.Errorf("log: %w: mmap: no such device", vfs.ErrNotMappable))
 	w := newWriter(f, salt)
 	w.m = f // as NewMappedWriter does
@@ -347,7 +356,6 @@ func TestMappedWriterNotMappableFirstStore(t *testing.T) {
 	if w.Mapped() || f.stores != 1 || f.writes == 0 {
 		t.Fatalf("Mapped %v after %d stores and %d writes; want the mapping tried once, then writes", w.Mapped(), f.stores, f.writes)
 	}
-	want := fileBytes(t, mem, "written")
 	if got := fileBytes(t, mem, "log"); !bytes.Equal(got, want) {
 		t.Fatalf("the log (%d bytes) differs from the one written without a mapping (%d bytes)", len(got), len(want))
 	}
@@ -432,13 +440,7 @@ func TestMappedWriterRefusedLater(t *testing.T) {
 func TestMappedWriterMappingRefused(t *testing.T) {
 	const salt = 0x5eed
 	mem := vfs.NewMem()
-	wf, _ := mem.Create("written")
-	written := newWriter(wf, salt)
-	writeSample(t, written)
-	if err := written.SyncClose(); err != nil {
-		t.Fatal(err)
-	}
-	want := fileBytes(t, mem, "written")
+	want := writtenSample(t, mem, salt)
 	for _, refuseAt := range []int{1, 4} {
 		t.Run(fmt.Sprintf("refused at store %d", refuseAt), func(t *testing.T) {
 			refusals := MappingRefusals()
