@@ -95,7 +95,7 @@ type Metrics struct {
 
 	Flushes      int64 // memtables written as L0 tables since Open
 	FlushBytes   int64 // bytes of L0 tables written by flushes
-	Compactions  int64 // compactions since Open, moves and delete-only ones included
+	Compactions  int64 // compactions since Open that rewrote tables (moves and delete-only ones are counted apart)
 	TrivialMoves int64 // tables moved down a level without a rewrite
 	// DeleteOnlyCompactions counts the version edits that dropped, without
 	// reading them, tables a newer range tombstone deletes wholly.
