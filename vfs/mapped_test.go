@@ -92,19 +92,13 @@ func TestMapperMemCrash(t *testing.T) {
 	f, _ := mem.Create("f")
 	mem.SyncDir(".")
 	m := f.(Mapper)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(m.StoreAt([]byte("synced"), 0))
-	must(f.Sync())
-	must(m.StoreAt([]byte("unsynced"), 6))
+	must(t, m.StoreAt([]byte("synced"), 0))
+	must(t, f.Sync())
+	must(t, m.StoreAt([]byte("unsynced"), 6))
 	read := func(fs *MemFS) string {
 		t.Helper()
 		r, err := fs.Open("f")
-		must(err)
+		must(t, err)
 		size, _ := r.Size()
 		b := make([]byte, size)
 		r.ReadAt(b, 0)
@@ -129,7 +123,7 @@ func TestMapperMemCrash(t *testing.T) {
 	if got := read(mem.CrashClone()); got != syncedZeros {
 		t.Fatalf("a power loss after an unsynced Cut kept %q", strings.TrimRight(got, "\x00"))
 	}
-	must(f.Sync())
+	must(t, f.Sync())
 	if got := read(mem.CrashClone()); got != "syncedunsynced" {
 		t.Fatalf("a power loss after a synced Cut kept %q", got)
 	}
@@ -203,12 +197,6 @@ func TestMapperMemWriteAt(t *testing.T) {
 	f, _ := mem.Create("f")
 	mem.SyncDir(".")
 	m := f.(Mapper)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	writeAt := func(p []byte, off int64) {
 		t.Helper()
 		if n, err := m.WriteAt(p, off); err != nil || n != len(p) {
@@ -218,13 +206,13 @@ func TestMapperMemWriteAt(t *testing.T) {
 	size := func(fs *MemFS) int64 {
 		t.Helper()
 		r, err := fs.Open("f")
-		must(err)
+		must(t, err)
 		defer r.Close()
 		n, _ := r.Size()
 		return n
 	}
-	must(m.StoreAt([]byte("stored"), 0))
-	must(f.Sync())
+	must(t, m.StoreAt([]byte("stored"), 0))
+	must(t, f.Sync())
 	writeAt([]byte("written"), 6) // into the zeros allocated ahead
 	if got := size(mem); got != memAllocStep {
 		t.Fatalf("after a WriteAt inside the allocation the file is %d bytes, want %d", got, memAllocStep)
@@ -242,8 +230,8 @@ func TestMapperMemWriteAt(t *testing.T) {
 	if got := string(bytes.TrimRight(b, "\x00")); got != "stored" {
 		t.Fatalf("a power loss before Sync kept %d bytes, want the synced store alone", len(got))
 	}
-	must(m.Cut(int64(len(want))))
-	must(f.Sync())
+	must(t, m.Cut(int64(len(want))))
+	must(t, f.Sync())
 	if got := string(readAll(t, mem.CrashClone(), "f")); got != want {
 		t.Fatalf("after Cut and Sync a power loss kept %d bytes, want the %d stored and written", len(got), len(want))
 	}

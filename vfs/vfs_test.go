@@ -11,29 +11,31 @@ import (
 	"testing"
 )
 
+// must fails t at once if err is not nil.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // testFS exercises the FS contract; it runs on the OS and in-memory FSes.
 func testFS(t *testing.T, fs FS, dir string) {
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(fs.MkdirAll(fs.PathJoin(dir, "sub"), 0o755))
+	must(t, fs.MkdirAll(fs.PathJoin(dir, "sub"), 0o755))
 	f, err := fs.Create(fs.PathJoin(dir, "a"))
-	must(err)
+	must(t, err)
 	_, err = f.Write([]byte("hello "))
-	must(err)
+	must(t, err)
 	_, err = f.Write([]byte("world"))
-	must(err)
-	must(f.Sync())
+	must(t, err)
+	must(t, f.Sync())
 	if n, err := f.Size(); err != nil || n != 11 {
 		t.Fatalf("Size = %d, %v", n, err)
 	}
-	must(f.Close())
+	must(t, f.Close())
 
 	r, err := fs.Open(fs.PathJoin(dir, "a"))
-	must(err)
+	must(t, err)
 	buf := make([]byte, 5)
 	if _, err := r.ReadAt(buf, 6); err != nil || string(buf) != "world" {
 		t.Fatalf("ReadAt = %q, %v", buf, err)
@@ -41,33 +43,33 @@ func testFS(t *testing.T, fs FS, dir string) {
 	if n, err := r.ReadAt(buf, 8); n != 3 || !errors.Is(err, io.EOF) {
 		t.Fatalf("short ReadAt = %d, %v; want 3, EOF", n, err)
 	}
-	must(r.Close())
+	must(t, r.Close())
 
-	must(fs.Rename(fs.PathJoin(dir, "a"), fs.PathJoin(dir, "b")))
+	must(t, fs.Rename(fs.PathJoin(dir, "a"), fs.PathJoin(dir, "b")))
 	if _, err := fs.Open(fs.PathJoin(dir, "a")); err == nil {
 		t.Fatal("a still exists after rename")
 	}
 	names, err := fs.List(dir)
-	must(err)
+	must(t, err)
 	if strings.Join(names, ",") != "b,sub" {
 		t.Fatalf("List = %v", names)
 	}
 	if fi, err := fs.Stat(fs.PathJoin(dir, "b")); err != nil || fi.Size() != 11 {
 		t.Fatalf("Stat = %v, %v", fi, err)
 	}
-	must(fs.SyncDir(dir))
+	must(t, fs.SyncDir(dir))
 
 	lock, err := fs.Lock(fs.PathJoin(dir, "LOCK"))
-	must(err)
+	must(t, err)
 	if _, err := fs.Lock(fs.PathJoin(dir, "LOCK")); !errors.Is(err, ErrLocked) {
 		t.Fatalf("second Lock = %v, want ErrLocked", err)
 	}
-	must(lock.Close())
+	must(t, lock.Close())
 	lock, err = fs.Lock(fs.PathJoin(dir, "LOCK"))
-	must(err)
-	must(lock.Close())
+	must(t, err)
+	must(t, lock.Close())
 
-	must(fs.Remove(fs.PathJoin(dir, "b")))
+	must(t, fs.Remove(fs.PathJoin(dir, "b")))
 	if _, err := fs.Stat(fs.PathJoin(dir, "b")); err == nil {
 		t.Fatal("b still exists after Remove")
 	}
