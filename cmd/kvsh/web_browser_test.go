@@ -332,9 +332,15 @@ func TestWebBrowser(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](click)); err != nil {
 		t.Fatal(err)
 	}
-	details, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(fmt.Sprintf(`#table-details table[data-file="%d"]`, clicked.FileNum))))
+	// Each poll rebuilds the details too, so they are read within the page
+	// as well: a node found by one call could be gone by the next.
+	read := fmt.Sprintf(`document.querySelector('#table-details table[data-file="%d"]')?.textContent ?? ""`, clicked.FileNum)
+	details, err := chromedp.Run(ctx, chromedp.Evaluate[string](read))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if details == "" {
+		t.Fatalf("clicking table %06d did not show its details", clicked.FileNum)
 	}
 	for _, want := range []string{fmt.Sprintf("%06d.sst", clicked.FileNum), shale.FormatKey(clicked.Smallest), clicked.Filter, fmt.Sprintf("entries%d", clicked.Entries)} {
 		if !regexp.MustCompile(regexp.QuoteMeta(want)).MatchString(details) {
