@@ -65,6 +65,8 @@ type DB struct {
 	cache      *cache.Cache
 	rowCache   *sstable.RowCache // nil when Options.RowCacheSize is 0
 	tableCache *tableCache       // the open table files
+	// memSlabs keeps the slabs of freed memtables for new ones.
+	memSlabs   *memtable.Recycler
 	tableStats sstable.Stats
 	// filterCounts adds up the tables' filter counts, which tableStats
 	// does not hold (see filterCounts).
@@ -186,7 +188,7 @@ type memTable struct {
 // newMemTable returns an empty memtable for WAL logNum, with the DB's
 // reference.
 func (db *DB) newMemTable(logNum uint64) *memTable {
-	m := &memTable{MemTable: memtable.NewFiltered(db.opts.MemTableSize), logNum: logNum, db: db}
+	m := &memTable{MemTable: memtable.NewFiltered(db.opts.MemTableSize, db.memSlabs), logNum: logNum, db: db}
 	m.refs.Store(1)
 	return m
 }
@@ -586,6 +588,7 @@ func (db *DB) Close() error {
 	db.releaseMemTables()
 	db.current.unref()
 	db.releaseRetired(true)
+	db.memSlabs.Close()
 	if e := db.lock.Close(); err == nil {
 		err = e
 	}

@@ -192,18 +192,21 @@ func TestFlushFreesMemTableAtOnce(t *testing.T) {
 	case <-time.After(stuckFor):
 		t.Fatalf("no table removed in %v: the compaction of two L0 tables did not run", stuckFor)
 	}
+	// held is the manual memory in use but for the slabs kept for reuse.
+	held := func() int64 { return manual.InUse() - db.Metrics().MemTableSpareBytes }
 	for round := 2; round < 5; round++ {
 		putKeys(t, db, 0, n, roundValue(round))
-		before, size := manual.InUse(), db.Metrics().MemTableBytes
+		before, size := held(), db.Metrics().MemTableBytes
 		if err := db.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		// The flush frees the memtable just after Flush's wait ends; the
-		// new table's filter and index take a few KiB.
-		for deadline := time.Now().Add(stuckFor); manual.InUse() > before-size/2; time.Sleep(time.Millisecond) {
+		// The flush frees the memtable just after Flush's wait ends (its
+		// slabs kept for reuse or unmapped); the new table's filter and
+		// index take a few KiB.
+		for deadline := time.Now().Add(stuckFor); held() > before-size/2; time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("round %d: %d bytes of manual memory before the flush of a %d-byte memtable, %d after: not freed",
-					round, before, size, manual.InUse())
+				t.Fatalf("round %d: %d bytes of manual memory held before the flush of a %d-byte memtable, %d after: not freed",
+					round, before, size, held())
 			}
 		}
 	}
@@ -230,4 +233,40 @@ func (fs *stuckRemoveFS) Remove(name string) error {
 		}
 	}
 	return fs.FS.Remove(name)
+}
+
+// TestMemTablesReuseSlabs checks that a flushed memtable's slabs are kept
+// for the next memtables (Metrics.MemTableSpareBytes, at most
+// MemTableSize), that the next memtable writes into them rather than into
+// new memory, and that Close frees them.
+func TestMemTablesReuseSlabs(t *testing.T) {
+	checkFreed := leakCheck(t)
+	const memSize = 256 << 10
+	db := mustOpen(t, "db", &Options{FS: vfs.NewMem(), NoSync: true, MemTableSize: memSize, DisableAutomaticCompactions: true})
+	putKeys(t, db, 0, 1000, roundValue(0))
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var spare int64
+	for deadline := time.Now().Add(10 * time.Second); spare == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no slabs kept 10s after a flush")
+		}
+		spare = db.Metrics().MemTableSpareBytes
+	}
+	if spare > memSize {
+		t.Fatalf("%d bytes of slabs kept, more than MemTableSize (%d)", spare, memSize)
+	}
+	before := manual.InUse()
+	putKeys(t, db, 0, 1000, roundValue(1)) // about as much as the flushed memtable held
+	if m := db.Metrics(); m.ImmutableTables > 0 || m.MemTableSpareBytes >= spare {
+		t.Fatalf("after refilling the memtable: %d waiting, %d bytes kept (%d before); want none waiting and fewer kept", m.ImmutableTables, m.MemTableSpareBytes, spare)
+	}
+	if grew := manual.InUse() - before; grew > spare/4 {
+		t.Fatalf("refilling the memtable took %d new bytes outside the heap with %d bytes of slabs kept", grew, spare)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkFreed("after Close")
 }

@@ -63,11 +63,19 @@ type Metrics struct {
 	// of MemTableSize each (80 KiB for 4 MiB), so that a Get skips the
 	// search of a memtable that never held its key.
 	MemTableFilterBytes int64
+	// MemTableSpareBytes is the slabs of freed memtables the store keeps,
+	// cleared, for new memtables to write into instead of faulting in new
+	// pages: at most MemTableSize, outside the Go heap. Like the Go
+	// runtime's free heap it is memory kept for reuse, not for data, so
+	// MemoryTotal leaves it out (and String does not print it: how much is
+	// kept at a given moment depends on when the flush goroutine frees a
+	// memtable, after Flush has returned).
+	MemTableSpareBytes int64
 	// MemoryTotal is the memory the store holds, in bytes: FilterMemory,
 	// IndexMemory (pinned for every live table), MemTableBytes,
 	// ImmutableMemTableBytes, MemTableFilterBytes, BlockCacheBytes and
-	// RowCacheBytes. The Go runtime's garbage and free heap come on top of
-	// it.
+	// RowCacheBytes. The Go runtime's garbage and free heap, and
+	// MemTableSpareBytes, come on top of it.
 	MemoryTotal int64
 
 	// OpenFiles is the file descriptors the DB holds: TableFilesOpen, and
@@ -213,6 +221,7 @@ func (db *DB) Metrics() Metrics {
 			m.IndexMemory += int64(r.IndexSize())
 		}
 	}
+	m.MemTableSpareBytes = int64(db.memSlabs.Bytes())
 	m.MemoryTotal = m.FilterMemory + m.IndexMemory + m.MemTableBytes + m.ImmutableMemTableBytes +
 		m.MemTableFilterBytes + m.BlockCacheBytes + m.RowCacheBytes
 	m.WALBytes = db.stats.walBytes.Load()

@@ -44,6 +44,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	db.cond.L = &db.mu
 	db.tableCache = newTableCache(db.fs, o.MaxOpenFiles)
+	db.memSlabs = memtable.NewRecycler(o.MemTableSize)
 	if o.BlockCacheSize > 0 {
 		db.cache = cache.New(o.BlockCacheSize)
 	}
@@ -65,6 +66,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		}
 		db.releaseMemTables()
 		db.releaseRetired(true)
+		db.memSlabs.Close()
 		if db.log != nil {
 			db.log.Close()
 		}

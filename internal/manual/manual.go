@@ -143,6 +143,28 @@ var checking atomic.Bool
 // For tests.
 func CheckUseAfterFree() { checking.Store(true) }
 
+// Park tells the package that b, which New gave, is now kept for reuse by
+// its owner and must not be read or written until Unpark. Under
+// CheckUseAfterFree its pages are made inaccessible, so that a use by a
+// reader that should have let go of it faults, as after Free; otherwise it
+// does nothing.
+func Park(b []byte) { setAccess(b, unix.PROT_NONE) }
+
+// Unpark makes b, which Park was given, usable again.
+func Unpark(b []byte) { setAccess(b, unix.PROT_READ|unix.PROT_WRITE) }
+
+func setAccess(b []byte, prot int) {
+	if cap(b) == 0 || !checking.Load() {
+		return
+	}
+	if _, ok := onHeap.Load(unsafe.SliceData(b)); ok {
+		return
+	}
+	if err := unix.Mprotect(unsafe.Slice(unsafe.SliceData(b), roundUp(cap(b))), prot); err != nil {
+		panic(fmt.Sprintf("manual: Park or Unpark of a buffer New did not give: %v", err))
+	}
+}
+
 // maxQuarantined bounds the freed buffers CheckUseAfterFree keeps mapped.
 const maxQuarantined = 8192
 

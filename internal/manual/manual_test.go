@@ -57,15 +57,42 @@ func TestUseAfterFreeFaults(t *testing.T) {
 		println("read after free:", b[0]) // faults
 		os.Exit(0)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestUseAfterFreeFaults$")
-	cmd.Env = append(os.Environ(), "MANUAL_USE_AFTER_FREE=1")
+	expectFault(t, "MANUAL_USE_AFTER_FREE", "", "read after free:")
+}
+
+// expectFault runs the test t in a child process with env set to 1, and
+// fails unless the child died of a fault, having printed want (if not
+// empty) and not printed the line that follows the faulting read.
+func expectFault(t *testing.T, env, want, after string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
+	cmd.Env = append(os.Environ(), env+"=1")
 	out, err := cmd.CombinedOutput()
 	if err == nil {
-		t.Fatalf("the child read freed memory and exited cleanly:\n%s", out)
+		t.Fatalf("the child exited cleanly:\n%s", out)
 	}
-	if !strings.Contains(string(out), "fault") || strings.Contains(string(out), "read after free:") {
-		t.Fatalf("the child failed, but not by faulting on the freed buffer: %v\n%s", err, out)
+	if !strings.Contains(string(out), want) || !strings.Contains(string(out), "fault") || strings.Contains(string(out), after) {
+		t.Fatalf("the child did not fault where it should: %v\n%s", err, out)
 	}
+}
+
+// TestParkedFaults runs itself in a child process under
+// CheckUseAfterFree: a parked buffer is usable again once unparked, and a
+// read of it while parked kills the child with a fault.
+func TestParkedFaults(t *testing.T) {
+	if os.Getenv("MANUAL_PARKED") == "1" {
+		CheckUseAfterFree()
+		b := New(100)
+		b[0] = 1
+		Park(b)
+		Unpark(b)
+		b[0]++
+		println("unparked:", b[0])
+		Park(b)
+		println("read while parked:", b[0]) // faults
+		os.Exit(0)
+	}
+	expectFault(t, "MANUAL_PARKED", "unparked: 2", "read while parked:")
 }
 
 // TestKernelRefuses: a mapping the kernel refuses with ENOMEM (a process at

@@ -27,8 +27,12 @@ const (
 // filled in.
 type slab[T any] struct {
 	buf []T // the current backing array; len is the part handed out
-	// held are the buffers behind every run handed out, for free.
-	held [][]byte
+	// held are the slabs behind every run handed out, and own the buffers
+	// of large runs (see alloc), for free.
+	held, own [][]byte
+	// recycler, when not nil, lends slabs of freed memtables and takes
+	// back this one's (see Recycler).
+	recycler *Recycler
 }
 
 // alloc returns a zeroed run of n Ts whose capacity is n, so an append by the
@@ -40,29 +44,44 @@ func (s *slab[T]) alloc(n int) []T {
 		elem := int(unsafe.Sizeof(*new(T)))
 		limit := maxSlabBytes / elem
 		if n > limit/4 {
-			return s.newBuffer(n)
+			b := manual.New(n * elem)
+			s.own = append(s.own, b)
+			return asTs[T](b, n)
 		}
-		s.buf = s.newBuffer(min(max(2*cap(s.buf), minSlabBytes/elem, n), limit))[:0]
+		s.buf = s.newSlab(min(max(2*cap(s.buf), minSlabBytes/elem, n), limit))[:0]
 	}
 	i := len(s.buf)
 	s.buf = s.buf[:i+n]
 	return s.buf[i : i+n : i+n]
 }
 
-// newBuffer returns n zeroed Ts in a new buffer from manual.New, which is
-// aligned to a page, or to 8 bytes when it falls back to the heap: enough
-// for any T.
-func (s *slab[T]) newBuffer(n int) []T {
-	b := manual.New(n * int(unsafe.Sizeof(*new(T))))
+// newSlab returns a slab of n zeroed Ts: one the recycler kept, or a new
+// buffer from manual.New.
+func (s *slab[T]) newSlab(n int) []T {
+	size := n * int(unsafe.Sizeof(*new(T)))
+	b := s.recycler.take(size)
+	if b == nil {
+		b = manual.New(size)
+	}
 	s.held = append(s.held, b)
+	return asTs[T](b, n)
+}
+
+// asTs casts buffer b, from manual.New, to n Ts. manual.New aligns it to a
+// page, or to 8 bytes when it falls back to the heap: enough for any T.
+func asTs[T any](b []byte, n int) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
-// free returns every buffer of the slab to the kernel. Nothing handed out
-// by alloc may be touched afterwards.
+// free gives the slab's buffers back, each slab to the recycler (which
+// frees what it does not keep) and each large run's buffer to the kernel.
+// Nothing handed out by alloc may be touched afterwards.
 func (s *slab[T]) free() {
 	for _, b := range s.held {
+		s.recycler.give(b)
+	}
+	for _, b := range s.own {
 		manual.Free(b)
 	}
-	s.buf, s.held = nil, nil
+	s.buf, s.held, s.own = nil, nil, nil
 }

@@ -45,7 +45,7 @@ func BenchmarkAdd(b *testing.B) {
 // values, and the keys.
 func benchMemTable(b *testing.B, n int) (*MemTable, [][]byte) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	m := NewFiltered(n * 212) // Size of n such entries
+	m := NewFiltered(n*212, nil) // Size of n such entries
 	b.Cleanup(m.Free)
 	keys := make([][]byte, n)
 	value := make([]byte, 100)

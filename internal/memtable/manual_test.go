@@ -18,7 +18,7 @@ func init() { manual.CheckUseAfterFree() }
 // few thousand keys leave it far from full and it answers "no" for most
 // absent keys: a filter that hid a key it was given would fail them.
 func newMem(tb testing.TB) *MemTable {
-	m := NewFiltered(1 << 20)
+	m := NewFiltered(1<<20, nil)
 	tb.Cleanup(m.Free)
 	return m
 }

@@ -24,7 +24,8 @@
 // with the bytes. Free returns all of it, and must be called exactly once,
 // when nothing reads the memtable any more: not a Get, not an iterator, not
 // a caller still holding a key or value it returned. A use after Free
-// faults and kills the process.
+// faults and kills the process, or, once a Recycler has handed the slabs
+// to a new memtable, reads that memtable's entries.
 //
 // Nodes are Go structs linked by atomic.Pointer, cast from slab bytes.
 // The collector neither scans nor keeps alive what manual memory points
@@ -211,9 +212,13 @@ func New() *MemTable {
 // added about once in a thousand lookups at 15 bits per entry, and once in
 // tens of thousands at 33; a memtable that outgrows its capacity only sees
 // that rate rise.
-func NewFiltered(capacity int) *MemTable {
+//
+// Its slabs come from r, and go back to r when it is freed, when r is not
+// nil (see Recycler).
+func NewFiltered(capacity int, r *Recycler) *MemTable {
 	m := New()
 	m.keys = bloom.NewConcurrent(capacity/keyFilterBytesPerKey, 10)
+	m.bytes.recycler, m.nodes.recycler, m.highs.recycler = r, r, r
 	return m
 }
 
@@ -369,7 +374,8 @@ func (m *MemTable) Len() int { return int(m.count.Load()) }
 // Empty reports whether the memtable has no entries.
 func (m *MemTable) Empty() bool { return m.Len() == 0 }
 
-// Free returns the memtable's slabs to the kernel. It must be called once,
+// Free returns the memtable's slabs to its Recycler (NewFiltered), which
+// frees those it does not keep, or to the kernel. It must be called once,
 // after the last read of the memtable and of every key and value it
 // returned; touching any of them afterwards faults. Range tombstones from
 // RangeDels stay valid: they are on the heap.
