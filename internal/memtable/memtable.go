@@ -377,7 +377,8 @@ func (m *MemTable) Empty() bool { return m.Len() == 0 }
 // Free returns the memtable's slabs to its Recycler (NewFiltered), which
 // frees those it does not keep, or to the kernel. It must be called once,
 // after the last read of the memtable and of every key and value it
-// returned; touching any of them afterwards faults. Range tombstones from
+// returned; touching any of them afterwards faults, or reads the entries
+// of a memtable that reused the slabs. Range tombstones from
 // RangeDels stay valid: they are on the heap.
 func (m *MemTable) Free() {
 	m.bytes.free()
