@@ -118,8 +118,8 @@ type Metrics struct {
 	// CompactionDue reports whether a compaction is wanted now: a level
 	// scoring >= 1, a table above the bottom level that is at least half
 	// point deletions or that has used up its read allowance (then every
-	// score may be below 1), or tables a range tombstone deletes wholly. With ImmutableTables at 0 and this false,
-	// the tree is settled.
+	// score may be below 1), or tables a range tombstone deletes wholly.
+	// With ImmutableTables at 0 and this false, the tree is settled.
 	CompactionDue bool
 	// WriteAmp is (WAL + flush + compaction bytes written) / user bytes.
 	WriteAmp float64

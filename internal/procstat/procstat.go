@@ -1,7 +1,8 @@
 // Package procstat reads what Linux's /proc says of this process, for the
 // benchmarks (cmd/kvbench, and the peers module's runner): its I/O
-// counters, its peak and current resident set (Status) and its open file descriptors. Other
-// systems have no /proc, and every function then returns an error.
+// counters, its peak and current resident set (Status) and its open file
+// descriptors. Other systems have no /proc, and every function then
+// returns an error.
 package procstat
 
 import (
