@@ -112,10 +112,11 @@ type Options struct {
 	DisableAutomaticCompactions bool
 	// DisableReadCompactions turns off read compactions, which are on by
 	// default: a table whose Gets read a data block for nothing (a
-	// filter's false positive) about once per 16 KiB of the table, and at
-	// least 100 times, is compacted into the level below once no
-	// compaction for the tree's shape is due, so that later lookups in its
-	// range consult one table fewer. See the README's "Read compactions".
+	// filter's false positive) about once per 32 KiB that its merge would
+	// rewrite (the table and its overlap below), and at least 100 times,
+	// is compacted into the level below once no compaction for the tree's
+	// shape is due, so that later lookups in its range consult one table
+	// fewer. See the README's "Read compactions".
 	DisableReadCompactions bool
 	// FilterPolicy, when set, chooses the filter of each new SSTable and
 	// overrides BloomBitsPerKey: UniformFilter, PerLevelFilters or

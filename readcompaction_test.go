@@ -2,9 +2,11 @@ package shale
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/shale-db/shale/internal/compaction"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -88,5 +90,71 @@ func TestReadCompactions(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestReadAllowanceCountsOverlap checks that a table's read allowance
+// counts what its merge would rewrite: an L0 table over several MiB of L6
+// is not compacted for its reads at the 100 wasted reads a table of its
+// own size alone would allow, nor one short of its whole allowance, and
+// is compacted in the background once its count passes it.
+func TestReadAllowanceCountsOverlap(t *testing.T) {
+	db := mustOpen(t, "db", &Options{FS: vfs.NewMem(), NoSync: true, BloomBitsPerKey: NoFilter})
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	value := make([]byte, 200)
+	put := func(i int) {
+		for j := range value {
+			value[j] = byte(rng.Uint32()) // incompressible, so L6 takes about 10 MiB
+		}
+		if err := db.Put(fmt.Appendf(nil, "k%06d", i), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Keys 0, 10, 20... in L6; keys 1, 1001, 2001... in one
+	// small L0 table whose range spans all of L6.
+	for i := 0; i < 500_000; i += 10 {
+		put(i)
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 500_000; i += 1000 {
+		put(i)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	m := db.Metrics()
+	if m.Levels[0].Files != 1 || m.Levels[6].Files == 0 {
+		t.Fatalf("before the reads, want one L0 table above L6:\n%s", m)
+	}
+	allowance := compaction.ReadAllowance(uint64(m.Levels[0].Bytes + m.Levels[6].Bytes))
+	if least := compaction.ReadAllowance(uint64(m.Levels[0].Bytes)); allowance < least+50 {
+		t.Fatalf("the merge's allowance %d is too close to the table's own %d for this test", allowance, least)
+	}
+	// Without a filter every Get of an absent key in the table's range
+	// reads one of its blocks for nothing.
+	next := 0
+	missAll := func(n int) {
+		for range n {
+			if _, err := db.Get(fmt.Appendf(nil, "k%06d", 3+10*(next%50_000))); err != ErrNotFound {
+				t.Fatalf("Get of an absent key: %v", err)
+			}
+			next++
+		}
+	}
+	missAll(int(allowance) - 1)
+	settleCompactions(t, db)
+	if m := db.Metrics(); m.ReadCompactions != 0 || m.Levels[0].Files != 1 {
+		t.Fatalf("one wasted read short of the allowance %d, want the L0 table left in place:\n%s", allowance, m)
+	}
+	missAll(1 + int(allowance)/10)
+	deadline := time.Now().Add(time.Minute)
+	for m = db.Metrics(); m.ReadCompactions == 0 && time.Now().Before(deadline); m = db.Metrics() {
+		time.Sleep(time.Millisecond)
+	}
+	if m.ReadCompactions != 1 || m.Levels[0].Files != 0 {
+		t.Fatalf("past its allowance %d, want the L0 table compacted into L6 by one read compaction:\n%s", allowance, m)
 	}
 }

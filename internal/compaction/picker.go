@@ -33,18 +33,28 @@ type Options struct {
 }
 
 // ReadAllowance is the number of wasted reads (see Options.WastedReads) a
-// file may cost before the picker compacts it into the level below: one
-// for every 16 KiB of the file, and at least 100. LevelDB's seek
-// compactions chose the same ratio, reasoning that one wasted disk read
-// costs about what compacting 16 KiB does (40 KiB in their estimate,
-// halved to be conservative). With filters a wasted read is a filter's
-// false positive, so a file must first have been consulted about 100
-// times as often (at 10 bits per key): for a 2 MiB table that is about
-// 13,000 lookups of keys in its range that a lower level answers or that
-// are absent. Each such lookup stops consulting the file's filter once it
-// has been merged into the level below, where the lookup goes anyway.
-func ReadAllowance(f *manifest.FileMeta) int64 {
-	return max(100, int64(f.Size/(16<<10)))
+// file may cost before the picker compacts it into the level below, given
+// rewrite, the bytes of that compaction's inputs (the file, the files under
+// it in the next level, and any that join it): one for every 32 KiB
+// rewritten, and at least 100. LevelDB's seek compactions allow one seek per
+// 16 KiB of the file alone, reasoning that a seek costs about what
+// compacting 40 KiB does once its overlap below is rewritten too; counting
+// that overlap instead of assuming it gives the same 128 for a 2 MiB file
+// over 2 MiB of the next level, and makes a file whose merge would rewrite
+// ten times its size wait for five times as many wasted reads. On a small
+// store, whose levels are close in size, files are merged as soon as a
+// fixed allowance would; on a large one, where each file overlaps several
+// below, the first millions of lookups no longer rewrite the upper levels
+// under the reads.
+//
+// With filters a wasted read is a filter's false positive, so a file must
+// first have been consulted about 100 times as often (at 10 bits per key):
+// about 13,000 lookups of keys in its range that a lower level answers or
+// that are absent, for a merge that rewrites 4 MiB. Each such lookup stops
+// consulting the file's filter once it has been merged into the level
+// below, where the lookup goes anyway.
+func ReadAllowance(rewrite uint64) int64 {
+	return max(100, int64(rewrite/(32<<10)))
 }
 
 // WithDefaults returns o with every zero or negative field set to its
@@ -399,21 +409,40 @@ func pickReads(v *manifest.Version, wasted func(*manifest.FileMeta) int64, score
 	}
 	for level := range manifest.NumLevels - 1 {
 		for i, f := range v.Levels[level] {
-			n, allowance := wasted(f), ReadAllowance(f)
+			n := wasted(f)
+			if n < ReadAllowance(f.Size) {
+				continue // not due whatever the merge would rewrite
+			}
+			c, allowance := readCompaction(v, level, i, baseLevel)
 			if n < allowance {
 				continue
 			}
-			c := &Compaction{Level: level, OutputLevel: level + 1, Score: scores[level].Score, ForReads: true,
-				Reason: fmt.Sprintf("%06d had %d wasted reads (allowance %d)", f.FileNum, n, allowance)}
-			if level == 0 {
-				c.OutputLevel, c.Inputs = baseLevel, pickL0From(v, baseLevel, f)
-			} else {
-				c.Inputs = pickLevelFrom(v, level, i)
-			}
+			c.Score = scores[level].Score
+			c.Reason = fmt.Sprintf("%06d had %d wasted reads (allowance %d)", f.FileNum, n, allowance)
 			return c
 		}
 	}
 	return nil
+}
+
+// readCompaction returns the compaction that would carry the file at index
+// i of level into the level below for its reads (with the inputs a
+// compaction of it for size would take: for an L0 file, its overlap
+// closure), and that file's ReadAllowance, which those inputs' size sets.
+func readCompaction(v *manifest.Version, level, i, baseLevel int) (*Compaction, int64) {
+	c := &Compaction{Level: level, OutputLevel: level + 1, ForReads: true}
+	if level == 0 {
+		c.OutputLevel, c.Inputs = baseLevel, pickL0From(v, baseLevel, v.Levels[0][i])
+	} else {
+		c.Inputs = pickLevelFrom(v, level, i)
+	}
+	var rewrite uint64
+	for _, in := range c.Inputs {
+		for _, f := range in {
+			rewrite += f.Size
+		}
+	}
+	return c, ReadAllowance(rewrite)
 }
 
 // pickLevel picks the inputs of a compaction of level (>= 1) into the next

@@ -122,9 +122,13 @@ func TestPickRandom(t *testing.T) {
 		opts := Options{L0CompactionThreshold: 1 + rng.IntN(4), LBaseMaxBytes: 1 + uint64(rng.IntN(300)), LevelMultiplier: 1 + rng.IntN(10)}
 		wasted := map[uint64]int64{}
 		if rng.IntN(2) == 0 {
-			for _, files := range v.Levels {
-				for _, f := range files {
-					wasted[f.FileNum] = rng.Int64N(2 * ReadAllowance(f))
+			for level, files := range v.Levels {
+				for i, f := range files {
+					if level == manifest.NumLevels-1 {
+						wasted[f.FileNum] = rng.Int64N(1000) // never picked, whatever the count
+					} else {
+						wasted[f.FileNum] = rng.Int64N(2 * allowance(v, opts, level, i))
+					}
 				}
 			}
 			opts.WastedReads = func(f *manifest.FileMeta) int64 { return wasted[f.FileNum] }
@@ -161,9 +165,9 @@ func TestPickRandom(t *testing.T) {
 				t.Fatalf("seed %d: L%d, above the base level L%d, holds files\n%s", seed, level, baseLevel, v)
 			}
 		}
-		for _, files := range v.Levels[:manifest.NumLevels-1] {
-			for _, f := range files {
-				if wasted[f.FileNum] >= ReadAllowance(f) {
+		for level, files := range v.Levels[:manifest.NumLevels-1] {
+			for i, f := range files {
+				if wasted[f.FileNum] >= allowance(v, opts, level, i) {
 					t.Fatalf("seed %d: Pick returned nil with %s at %d wasted reads, over its allowance\n%s", seed, f, wasted[f.FileNum], v)
 				}
 			}
@@ -256,9 +260,9 @@ func checkForReads(t *testing.T, v *manifest.Version, opts Options, c *Compactio
 		t.Fatalf("read compaction %s picked while %s was due\n%s", c, other, v)
 	}
 	var first *manifest.FileMeta
-	for _, files := range v.Levels[:manifest.NumLevels-1] {
-		for _, f := range files {
-			if first == nil && opts.WastedReads(f) >= ReadAllowance(f) {
+	for level, files := range v.Levels[:manifest.NumLevels-1] {
+		for i, f := range files {
+			if first == nil && opts.WastedReads(f) >= allowance(v, opts, level, i) {
 				first = f
 			}
 		}
@@ -266,6 +270,23 @@ func checkForReads(t *testing.T, v *manifest.Version, opts Options, c *Compactio
 	if first == nil || !slices.Contains(c.Inputs[0], first) {
 		t.Fatalf("read compaction %s: inputs lack the first file over its allowance, %v\n%s", c, first, v)
 	}
+	var rewrite uint64
+	for _, in := range c.Inputs {
+		for _, f := range in {
+			rewrite += f.Size
+		}
+	}
+	if n := opts.WastedReads(first); n < ReadAllowance(rewrite) {
+		t.Fatalf("read compaction %s rewrites %d bytes for %s's %d wasted reads, under the allowance %d", c, rewrite, first, n, ReadAllowance(rewrite))
+	}
+}
+
+// allowance returns the ReadAllowance of the file at index i of level in v:
+// that of the compaction that would carry it down for its reads.
+func allowance(v *manifest.Version, opts Options, level, i int) int64 {
+	_, baseLevel := Scores(v, opts)
+	_, a := readCompaction(v, level, i, baseLevel)
+	return a
 }
 
 // checkMinOverlap checks that a compaction of a level >= 1 holds a file of
