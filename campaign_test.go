@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -158,12 +159,14 @@ func crashCampaign(t *testing.T, seed uint64, steps, every, offset, nestedEvery 
 	var (
 		mu                       sync.Mutex // serializes crash points
 		points, checked, nestedN int
-		walWrites, cuts          int // crash points before a WAL write (or store) and before a truncate
+		walWrites, cuts          int          // crash points before a WAL write (or store) and before a truncate
+		progress                 atomic.Int64 // mutating operations seen and crashed stores checked
 	)
 	crashAt := func(op vfs.Op, path string) error {
 		if !mutates(op) {
 			return nil
 		}
+		progress.Add(1)
 		mu.Lock()
 		defer mu.Unlock()
 		p := points
@@ -185,6 +188,7 @@ func crashCampaign(t *testing.T, seed uint64, steps, every, offset, nestedEvery 
 			checked++
 			nest := (p/every+i)%nestedEvery == 0
 			nestedN += checkCrash(c, h, m, noSync, wal, nest, fails, where)
+			progress.Add(1)
 		}
 		return nil
 	}
@@ -192,7 +196,7 @@ func crashCampaign(t *testing.T, seed uint64, steps, every, offset, nestedEvery 
 
 	r := &runner{open: func() (*DB, error) { return Open("db", campaignOptions(efs, noSync, wal)) }, rec: h}
 	var err error
-	withTimeout(t, 20*time.Minute, "the workload", func() { err = runWorkload(r, genWorkload(seed, steps)) })
+	withProgress(t, 2*time.Minute, "the workload", progress.Load, func() { err = runWorkload(r, genWorkload(seed, steps)) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,6 +297,35 @@ func withTimeout(t *testing.T, d time.Duration, what string, f func()) {
 	case <-done:
 	case <-time.After(d):
 		t.Fatalf("%s did not return within %v", what, d)
+	}
+}
+
+// withProgress runs f and fails the test if progress returns the same
+// count for idle: a hang. A campaign's length grows with its crash points
+// and with the machine's load, so a bound on the whole run either trips on
+// a loaded machine or waits long for a real hang; progress tells the two
+// apart.
+func withProgress(t *testing.T, idle time.Duration, what string, progress func() int64, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last, since := progress(), time.Now()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			if n := progress(); n != last {
+				last, since = n, time.Now()
+			} else if time.Since(since) >= idle {
+				t.Fatalf("%s made no progress for %v (stuck after %d steps)", what, idle, n)
+			}
+		}
 	}
 }
 
