@@ -2,11 +2,10 @@ package manual
 
 import (
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"unsafe"
 
+	"github.com/shale-db/shale/internal/faulttest"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,23 +56,7 @@ func TestUseAfterFreeFaults(t *testing.T) {
 		println("read after free:", b[0]) // faults
 		os.Exit(0)
 	}
-	expectFault(t, "MANUAL_USE_AFTER_FREE", "", "read after free:")
-}
-
-// expectFault runs the test t in a child process with env set to 1, and
-// fails unless the child died of a fault, having printed want (if not
-// empty) and not printed the line that follows the faulting read.
-func expectFault(t *testing.T, env, want, after string) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
-	cmd.Env = append(os.Environ(), env+"=1")
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		t.Fatalf("the child exited cleanly:\n%s", out)
-	}
-	if !strings.Contains(string(out), want) || !strings.Contains(string(out), "fault") || strings.Contains(string(out), after) {
-		t.Fatalf("the child did not fault where it should: %v\n%s", err, out)
-	}
+	faulttest.ExpectFault(t, "MANUAL_USE_AFTER_FREE", "", "read after free:")
 }
 
 // TestParkedFaults runs itself in a child process under
@@ -92,7 +75,7 @@ func TestParkedFaults(t *testing.T) {
 		println("read while parked:", b[0]) // faults
 		os.Exit(0)
 	}
-	expectFault(t, "MANUAL_PARKED", "unparked: 2", "read while parked:")
+	faulttest.ExpectFault(t, "MANUAL_PARKED", "unparked: 2", "read while parked:")
 }
 
 // TestKernelRefuses: a mapping the kernel refuses with ENOMEM (a process at

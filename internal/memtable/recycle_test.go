@@ -3,13 +3,12 @@ package memtable
 import (
 	"encoding/binary"
 	"os"
-	"os/exec"
 	"slices"
-	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/faulttest"
 	"github.com/shale-db/shale/internal/manual"
 )
 
@@ -144,13 +143,5 @@ func TestRecycledSlabsFault(t *testing.T) {
 		println("read after free:", string(v)) // faults
 		os.Exit(0)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRecycledSlabsFault$")
-	cmd.Env = append(os.Environ(), "MEMTABLE_RECYCLED=1")
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		t.Fatalf("the child read a freed memtable and exited cleanly:\n%s", out)
-	}
-	if !strings.Contains(string(out), "kept: true") || !strings.Contains(string(out), "fault") || strings.Contains(string(out), "read after free:") {
-		t.Fatalf("the child did not fault on the recycled slab: %v\n%s", err, out)
-	}
+	faulttest.ExpectFault(t, "MEMTABLE_RECYCLED", "kept: true", "read after free:")
 }
