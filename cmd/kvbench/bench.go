@@ -53,6 +53,8 @@ type config struct {
 	rowCache int
 	// memTableSize is Options.MemTableSize (0: the default).
 	memTableSize int
+	// noReadCompactions sets Options.DisableReadCompactions.
+	noReadCompactions bool
 	// scale is -scale's key counts, and scaleFrom -scale-from's files.
 	scale, scaleFrom string
 }
@@ -111,6 +113,7 @@ func (cfg *config) options(bloomBits int, autoCompactions bool) *shale.Options {
 		MemTableSize:                cfg.memTableSize,
 		NoSync:                      !cfg.sync,
 		DisableAutomaticCompactions: !autoCompactions,
+		DisableReadCompactions:      cfg.noReadCompactions,
 	}
 }
 

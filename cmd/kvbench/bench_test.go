@@ -53,6 +53,19 @@ func TestSingle(t *testing.T) {
 	}
 }
 
+// TestOptions checks that the flags reach the store's options.
+func TestOptions(t *testing.T) {
+	cfg := smallConfig()
+	cfg.rowCache, cfg.memTableSize = 1<<20, 64<<10
+	for _, off := range []bool{false, true} {
+		cfg.noReadCompactions = off
+		o := cfg.options(7, true)
+		if o.DisableReadCompactions != off || o.BloomBitsPerKey != 7 || o.RowCacheSize != 1<<20 || o.MemTableSize != 64<<10 || o.DisableAutomaticCompactions {
+			t.Errorf("-no-read-compactions=%t: options %+v", off, o)
+		}
+	}
+}
+
 // TestCompareFilters checks that the two stores end in the same shape, that
 // reads find what they should, and that filters save disk reads on absent
 // keys and not on present ones.

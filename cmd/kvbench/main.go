@@ -104,6 +104,7 @@ func main() {
 	flag.IntVar(&cfg.ops, "ops", 100_000, "YCSB: operations per workload")
 	flag.IntVar(&cfg.rowCache, "row-cache", 0, "row cache size in bytes (0: off)")
 	flag.IntVar(&cfg.memTableSize, "memtable", 0, "memtable size in bytes (0: the store's default, 4 MiB)")
+	flag.BoolVar(&cfg.noReadCompactions, "no-read-compactions", false, "turn read compactions off (Options.DisableReadCompactions)")
 	flag.StringVar(&cfg.dir, "dir", "", "directory for the stores, empty or absent (default: a temporary directory, removed afterwards)")
 	flag.BoolVar(&cfg.compareFilters, "compare-filters", false, "run the read workloads with and without filters on the same data and layout")
 	flag.BoolVar(&cfg.json, "json", false, "print the results as JSON")

@@ -139,7 +139,8 @@ func scaleChild(cfg config, n int, progress io.Writer) (scalePoint, error) {
 		"-key-size", strconv.Itoa(cfg.keySize), "-value-size", strconv.Itoa(cfg.valueSize),
 		"-compression-ratio", strconv.FormatFloat(cfg.compressionRatio, 'g', -1, 64),
 		"-bloom-bits", strconv.Itoa(cfg.bloomBits), "-cache-size", strconv.Itoa(cfg.cacheSize),
-		"-memtable", strconv.Itoa(cfg.memTableSize), "-seed", strconv.FormatInt(cfg.seed, 10))
+		"-memtable", strconv.Itoa(cfg.memTableSize), "-seed", strconv.FormatInt(cfg.seed, 10),
+		"-no-read-compactions="+strconv.FormatBool(cfg.noReadCompactions))
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, progress
 	p := scalePoint{Commit: buildCommit(), LoadBefore: loadAvg()}
