@@ -111,8 +111,8 @@ func TestReadAllowanceCountsOverlap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Keys 0, 10, 20... in L6; keys 1, 1001, 2001... in one
-	// small L0 table whose range spans all of L6.
+	// Keys 0, 10, 20... in L6; keys 1, 1001, 2001... in one small L0
+	// table whose range spans all of L6.
 	for i := 0; i < 500_000; i += 10 {
 		put(i)
 	}
