@@ -337,7 +337,7 @@ func TestYCSB(t *testing.T) {
 	var text bytes.Buffer
 	rep.writeText(&text)
 	t.Log("\n" + text.String())
-	for _, row := range []string{" load ", " insert ", " read ", " update ", " scan ", " read-modify-write ", "p99.9"} {
+	for _, row := range []string{" load ", " insert ", " read ", " update ", " scan ", " read-modify-write ", "p99.9", "read compactions"} {
 		if !strings.Contains(text.String(), row) {
 			t.Errorf("no %q in the table", row)
 		}

@@ -48,6 +48,9 @@ type ycsbPhase struct {
 	DiskReadsPerOp float64 `json:"disk_reads_per_op"`
 	RowCacheHits   int64   `json:"row_cache_hits"`
 	RowCacheMisses int64   `json:"row_cache_misses"`
+	// ReadCompactions is how many read compactions the store ran during
+	// the phase (Metrics.ReadCompactions).
+	ReadCompactions int64 `json:"read_compactions"`
 }
 
 // rowCacheHitRate is the share of row cache lookups that hit, or -1 if
@@ -84,10 +87,11 @@ func runYCSB(cfg config, dir string, progress io.Writer, rep *report) error {
 		}
 		after := db.Metrics()
 		yr.Phases = append(yr.Phases, ycsbPhase{
-			Result:         r,
-			DiskReadsPerOp: float64(after.DiskReads-before.DiskReads) / float64(r.Ops),
-			RowCacheHits:   after.RowCacheHits - before.RowCacheHits,
-			RowCacheMisses: after.RowCacheMisses - before.RowCacheMisses,
+			Result:          r,
+			DiskReadsPerOp:  float64(after.DiskReads-before.DiskReads) / float64(r.Ops),
+			RowCacheHits:    after.RowCacheHits - before.RowCacheHits,
+			RowCacheMisses:  after.RowCacheMisses - before.RowCacheMisses,
+			ReadCompactions: after.ReadCompactions - before.ReadCompactions,
 		})
 		ycfg.Records = r.Records
 		return nil
@@ -115,16 +119,16 @@ func (y *ycsbReport) writeText(w io.Writer) {
 	fmt.Fprintf(w, "YCSB: %d records of 10 fields x 100 B, %d operations per workload, threads: %d, %s\n",
 		y.Records, y.Operations, y.Threads, rowCache)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tops/s\tdisk reads/op\trow cache hits\top\tcount\tp50\tp95\tp99\tp99.9\tmax\t")
+	fmt.Fprintln(tw, "workload\tops/s\tdisk reads/op\trow cache hits\tread compactions\top\tcount\tp50\tp95\tp99\tp99.9\tmax\t")
 	for _, p := range y.Phases {
 		hits := "-"
 		if rate := p.rowCacheHitRate(); rate >= 0 {
 			hits = fmt.Sprintf("%.1f%%", 100*rate)
 		}
 		for i, o := range p.ByOp {
-			head := "\t\t\t\t"
+			head := "\t\t\t\t\t"
 			if i == 0 {
-				head = fmt.Sprintf("%s\t%.0f\t%.3f\t%s\t", p.Workload, p.OpsPerSec, p.DiskReadsPerOp, hits)
+				head = fmt.Sprintf("%s\t%.0f\t%.3f\t%s\t%d\t", p.Workload, p.OpsPerSec, p.DiskReadsPerOp, hits, p.ReadCompactions)
 			}
 			fmt.Fprintf(tw, "%s%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", head, o.Op, o.Count,
 				micros(o.P50), micros(o.P95), micros(o.P99), micros(o.P999), micros(o.Max))
@@ -133,7 +137,8 @@ func (y *ycsbReport) writeText(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintln(w, strings.TrimSpace(`
 latencies in µs, from HDR histograms (3 significant digits). row cache hits: share of the
-per-table row cache lookups that hit. disk reads/op: SSTable blocks read from files.`))
+per-table row cache lookups that hit. disk reads/op: SSTable blocks read from files.
+read compactions: run during the phase (see README "Read compactions").`))
 }
 
 // micros formats a latency in microseconds.
