@@ -247,12 +247,20 @@ func TestMemTablesReuseSlabs(t *testing.T) {
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	// The flush goroutine frees the flushed memtable after Flush returns,
+	// handing its slabs to the recycler one at a time: wait until some are
+	// kept and the count has held still for 100 ms, so that the refill
+	// below starts from all of them, not from the first few.
 	var spare int64
-	for deadline := time.Now().Add(10 * time.Second); spare == 0; time.Sleep(time.Millisecond) {
+	for deadline, still := time.Now().Add(10*time.Second), 0; spare == 0 || still < 100; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("no slabs kept 10s after a flush")
+			t.Fatalf("the slabs kept after a flush (%d bytes) did not settle in 10s", spare)
 		}
-		spare = db.Metrics().MemTableSpareBytes
+		if n := db.Metrics().MemTableSpareBytes; n != spare {
+			spare, still = n, 0
+		} else {
+			still++
+		}
 	}
 	if spare > memSize {
 		t.Fatalf("%d bytes of slabs kept, more than MemTableSize (%d)", spare, memSize)
