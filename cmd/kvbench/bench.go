@@ -35,16 +35,18 @@ type config struct {
 	// fraction of their size: 1 for random values (see valuePool).
 	compressionRatio float64
 	bloomBits        int
-	cacheSize        int
-	sync             bool
-	concurrency      int
-	dir              string
-	compareFilters   bool
-	json             bool
-	plot             string
-	seed             int64
-	progress         bool // draw progress bars
-	metrics          bool // print the store's metrics after the run
+	// filter is -filter: how the -bloom-bits are spent (see filterPolicy).
+	filter         string
+	cacheSize      int
+	sync           bool
+	concurrency    int
+	dir            string
+	compareFilters bool
+	json           bool
+	plot           string
+	seed           int64
+	progress       bool // draw progress bars
+	metrics        bool // print the store's metrics after the run
 	// YCSB: -workload (empty: the db_bench workloads of benchmarks),
 	// -records, -ops and -row-cache.
 	workload string
@@ -72,6 +74,9 @@ func (cfg *config) validate() error {
 	if cfg.workload != "" {
 		return cfg.validateYCSB()
 	}
+	if err := cfg.validateFilter(); err != nil {
+		return err
+	}
 	for _, b := range cfg.benchmarks {
 		if _, ok := workloads[b]; !ok {
 			return fmt.Errorf("unknown benchmark %q (known: %s)", b, strings.Join(allBenchmarks, ","))
@@ -92,8 +97,6 @@ func (cfg *config) validate() error {
 		return errors.New("-row-cache must not be negative")
 	case cfg.concurrency < 1:
 		return errors.New("-concurrency must be at least 1")
-	case cfg.bloomBits < 1 && cfg.bloomBits != shale.NoFilter:
-		return fmt.Errorf("-bloom-bits must be at least 1, or %d for no filters", shale.NoFilter)
 	case cfg.compareFilters && cfg.bloomBits == shale.NoFilter:
 		return errors.New("-compare-filters needs filters: set -bloom-bits to at least 1")
 	case cfg.compareFilters && !slices.ContainsFunc(cfg.benchmarks, isWrite):
@@ -104,10 +107,49 @@ func (cfg *config) validate() error {
 	return nil
 }
 
+// filterNames are -filter's values: bloom (BloomFilter(bits) in every
+// table, the store's default), monkey (MonkeyBloom(bits): Bloom filters
+// sized per sorted run, bits per key on average) and ribbon
+// (RibbonFilter(bits) in every table).
+var filterNames = []string{"bloom", "monkey", "ribbon"}
+
+// validateFilter checks -bloom-bits and -filter, for the db_bench
+// workloads and YCSB alike.
+func (cfg *config) validateFilter() error {
+	switch {
+	case cfg.bloomBits < 1 && cfg.bloomBits != shale.NoFilter:
+		return fmt.Errorf("-bloom-bits must be at least 1, or %d for no filters", shale.NoFilter)
+	case !slices.Contains(filterNames, cfg.filter):
+		return fmt.Errorf("unknown -filter %q (known: %s)", cfg.filter, strings.Join(filterNames, ","))
+	case cfg.filter == "ribbon" && cfg.bloomBits > maxRibbonBits:
+		return fmt.Errorf("-filter ribbon takes at most %d bits per key, not %d", maxRibbonBits, cfg.bloomBits)
+	}
+	return nil
+}
+
+// maxRibbonBits is the most bits per key shale.RibbonFilter takes.
+const maxRibbonBits = 32
+
+// filterPolicy is the FilterPolicy of a store with bloomBits bits per key
+// spent as -filter says; nil leaves Options.BloomBitsPerKey to choose.
+func (cfg *config) filterPolicy(bloomBits int) shale.FilterPolicy {
+	if bloomBits < 1 {
+		return nil
+	}
+	switch cfg.filter {
+	case "monkey":
+		return shale.MonkeyBloom(bloomBits)
+	case "ribbon":
+		return shale.UniformFilter(shale.RibbonFilter(float64(bloomBits)))
+	}
+	return nil
+}
+
 // options returns the store options for a store with bloomBits filters.
 func (cfg *config) options(bloomBits int, autoCompactions bool) *shale.Options {
 	return &shale.Options{
 		BloomBitsPerKey:             bloomBits,
+		FilterPolicy:                cfg.filterPolicy(bloomBits),
 		BlockCacheSize:              cfg.cacheSize,
 		RowCacheSize:                cfg.rowCache,
 		MemTableSize:                cfg.memTableSize,

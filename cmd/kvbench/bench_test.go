@@ -28,6 +28,7 @@ func smallConfig() config {
 		valueSize:        100,
 		compressionRatio: 1,
 		bloomBits:        10,
+		filter:           "bloom",
 		cacheSize:        -1, // every block a lookup needs is a disk read
 		concurrency:      2,
 		seed:             1,
@@ -62,6 +63,37 @@ func TestOptions(t *testing.T) {
 		o := cfg.options(7, true)
 		if o.DisableReadCompactions != off || o.BloomBitsPerKey != 7 || o.RowCacheSize != 1<<20 || o.MemTableSize != 64<<10 || o.DisableAutomaticCompactions {
 			t.Errorf("-no-read-compactions=%t: options %+v", off, o)
+		}
+	}
+	// -filter chooses the policy the bits are spent by; without filters
+	// (the -compare-filters store without them) there is none to choose.
+	// The tree the policies are asked about: one 4 MiB L0 file over 1 GiB
+	// in L6, where MonkeyBloom(10) gives L0 about 21 bits per key and L6
+	// 10.
+	var l0, l6 shale.NewTable
+	l0.LevelBytes[0], l0.LevelFiles[0], l0.LevelBytes[6] = 4<<20, 1, 1<<30
+	l6, l6.Level = l0, 6
+	for _, tc := range []struct {
+		filter string
+		l0, l6 shale.TableFilter // nil: no policy set
+	}{
+		{"bloom", nil, nil},
+		{"monkey", shale.BloomFilter(21), shale.BloomFilter(10)},
+		{"ribbon", shale.RibbonFilter(10), shale.RibbonFilter(10)},
+	} {
+		cfg.filter = tc.filter
+		if p := cfg.options(shale.NoFilter, true).FilterPolicy; p != nil {
+			t.Errorf("-filter %s without filters: policy %v", tc.filter, p)
+		}
+		p := cfg.options(10, true).FilterPolicy
+		if tc.l0 == nil {
+			if p != nil {
+				t.Errorf("-filter %s: policy %v, want none (BloomBitsPerKey's)", tc.filter, p)
+			}
+			continue
+		}
+		if got0, got6 := p.FilterFor(l0), p.FilterFor(l6); got0 != tc.l0 || got6 != tc.l6 {
+			t.Errorf("-filter %s: L0 %v, L6 %v, want %v and %v", tc.filter, got0, got6, tc.l0, tc.l6)
 		}
 	}
 }
@@ -262,6 +294,9 @@ func TestBadConfig(t *testing.T) {
 		{func(c *config) { c.concurrency = 0 }, "-concurrency must be at least 1"},
 		{func(c *config) { c.bloomBits = 0 }, "-bloom-bits must be at least 1, or -1 for no filters"},
 		{func(c *config) { c.compareFilters, c.bloomBits = true, -1 }, "-compare-filters needs filters"},
+		{func(c *config) { c.filter = "cuckoo" }, `unknown -filter "cuckoo" (known: bloom,monkey,ribbon)`},
+		{func(c *config) { c.filter, c.bloomBits = "ribbon", 33 }, "-filter ribbon takes at most 32 bits per key"},
+		{func(c *config) { c.workload, c.filter = "ycsb-a", "" }, `unknown -filter ""`},
 		{func(c *config) { c.compareFilters, c.benchmarks = true, []string{"readrandom"} }, "-compare-filters needs a write workload"},
 		{func(c *config) { c.benchmarks = nil }, "nothing to do"},
 		{func(c *config) { c.dir = nonEmpty }, "is not empty"},

@@ -108,14 +108,17 @@ type configReport struct {
 	// CompressionRatio is -compression-ratio.
 	CompressionRatio float64 `json:"compression_ratio"`
 	BloomBits        int     `json:"bloom_bits"`
-	CacheSize        int     `json:"cache_size"`
-	Sync             bool    `json:"sync"`
-	Concurrency      int     `json:"concurrency"`
-	CompareFilters   bool    `json:"compare_filters"`
+	// Filter is -filter; empty in reports written before it existed, which
+	// used Bloom filters.
+	Filter         string `json:"filter,omitempty"`
+	CacheSize      int    `json:"cache_size"`
+	Sync           bool   `json:"sync"`
+	Concurrency    int    `json:"concurrency"`
+	CompareFilters bool   `json:"compare_filters"`
 }
 
 func reportConfig(cfg config) configReport {
-	return configReport{cfg.n, cfg.keySize, cfg.valueSize, cfg.compressionRatio, cfg.bloomBits, cfg.cacheSize, cfg.sync, cfg.concurrency, cfg.compareFilters}
+	return configReport{cfg.n, cfg.keySize, cfg.valueSize, cfg.compressionRatio, cfg.bloomBits, cfg.filter, cfg.cacheSize, cfg.sync, cfg.concurrency, cfg.compareFilters}
 }
 
 func (r *report) writeJSON(w io.Writer) error {
@@ -126,10 +129,7 @@ func (r *report) writeJSON(w io.Writer) error {
 
 func (r *report) writeText(w io.Writer) {
 	c := r.Config
-	filters := "no filters"
-	if c.BloomBits > 0 {
-		filters = fmt.Sprintf("bloom %d bits/key", c.BloomBits)
-	}
+	filters := filtersOf(c)
 	cache := fmt.Sprintf("block cache %d KiB", c.CacheSize>>10)
 	switch {
 	case c.CacheSize < 0:

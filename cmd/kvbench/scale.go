@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -138,7 +139,7 @@ func scaleChild(cfg config, n int, progress io.Writer) (scalePoint, error) {
 		"-n", strconv.Itoa(n), "-reads", strconv.Itoa(min(n, scaleReads)), "-settle", "-json", "-dir", dir,
 		"-key-size", strconv.Itoa(cfg.keySize), "-value-size", strconv.Itoa(cfg.valueSize),
 		"-compression-ratio", strconv.FormatFloat(cfg.compressionRatio, 'g', -1, 64),
-		"-bloom-bits", strconv.Itoa(cfg.bloomBits), "-cache-size", strconv.Itoa(cfg.cacheSize),
+		"-bloom-bits", strconv.Itoa(cfg.bloomBits), "-filter", cfg.filter, "-cache-size", strconv.Itoa(cfg.cacheSize),
 		"-memtable", strconv.Itoa(cfg.memTableSize), "-seed", strconv.FormatInt(cfg.seed, 10),
 		"-no-read-compactions="+strconv.FormatBool(cfg.noReadCompactions))
 	var stdout bytes.Buffer
@@ -234,8 +235,8 @@ func scaleRowOf(p scalePoint) (scaleRow, error) {
 // writeScaleTable prints the points as a markdown table.
 func writeScaleTable(w io.Writer, points []scalePoint) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	fmt.Fprintln(tw, "| keys\t| fill ops/s\t| write amp (wchar)\t| write amp (metrics)\t| present Get ns\t| read syscalls/present Get\t| absent Get ns\t| read syscalls/absent Get\t| pinned filters+indexes MiB\t| peak RSS MiB\t| open files\t| tree\t|")
-	fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|")
+	fmt.Fprintln(tw, "| keys\t| filters\t| fill ops/s\t| write amp (wchar)\t| write amp (metrics)\t| present Get ns\t| read syscalls/present Get\t| absent Get ns\t| read syscalls/absent Get\t| pinned filters+indexes MiB\t| peak RSS MiB\t| open files\t| tree\t|")
+	fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|")
 	for _, p := range points {
 		r, err := scaleRowOf(p)
 		if err != nil {
@@ -247,11 +248,20 @@ func writeScaleTable(w io.Writer, points []scalePoint) {
 		if !s.Settled {
 			settled = " (still compacting)"
 		}
-		fmt.Fprintf(tw, "| %.0f\t| %.0f\t| %.2f\t| %.2f\t| %.0f\t| %.4f\t| %.0f\t| %.4f\t| %.1f\t| %.0f\t| %d\t| %s%s\t|\n",
-			r.keys, r.fillOpsPerSec, r.writeAmpIO, r.writeAmpEng, r.getNs, r.getSyscalls, r.missNs, r.missSyscall,
+		fmt.Fprintf(tw, "| %.0f\t| %s\t| %.0f\t| %.2f\t| %.2f\t| %.0f\t| %.4f\t| %.0f\t| %.4f\t| %.1f\t| %.0f\t| %d\t| %s%s\t|\n",
+			r.keys, filtersOf(p.Report.Config), r.fillOpsPerSec, r.writeAmpIO, r.writeAmpEng, r.getNs, r.getSyscalls, r.missNs, r.missSyscall,
 			r.pinnedBytes/(1<<20), r.peakRSS/(1<<20), s.OpenFiles, s.Tree, settled)
 	}
 	tw.Flush()
+}
+
+// filtersOf names a run's table filters as its text report does, e.g.
+// "monkey 10 bits/key"; runs from before -filter used Bloom filters.
+func filtersOf(c configReport) string {
+	if c.BloomBits < 1 {
+		return "no filters"
+	}
+	return fmt.Sprintf("%s %d bits/key", cmp.Or(c.Filter, "bloom"), c.BloomBits)
 }
 
 // drawScalePlot draws four panels against the key count (log scale): fill

@@ -26,11 +26,12 @@ func TestParseSizes(t *testing.T) {
 }
 
 // scalePointOf measures one scale point in this process, as a -scale child
-// would: small memtables so that the store has tables, and no block cache so
+// would, with -filter filter: small memtables so that the store has tables, and no block cache so
 // that every block a lookup needs is a read syscall.
-func scalePointOf(t *testing.T, n int) scalePoint {
+func scalePointOf(t *testing.T, n int, filter string) scalePoint {
 	t.Helper()
 	cfg := smallConfig()
+	cfg.filter = filter
 	cfg.n, cfg.reads, cfg.concurrency = n, 500, 1
 	cfg.benchmarks, cfg.settle, cfg.json = scaleBenchmarks, true, true
 	cfg.memTableSize = 64 << 10
@@ -53,7 +54,7 @@ func scalePointOf(t *testing.T, n int) scalePoint {
 // syscalls (about one: a data block, unless the key is still in the
 // memtable).
 func TestSettle(t *testing.T) {
-	p := scalePointOf(t, 3000)
+	p := scalePointOf(t, 3000, "bloom")
 	res := p.Report.Results
 	if len(res) != 3 {
 		t.Fatalf("%d results, want 3", len(res))
@@ -85,12 +86,15 @@ func TestSettle(t *testing.T) {
 }
 
 // TestScaleFrom checks that -scale-from merges earlier outputs in key
-// order, prints a row per point and draws the plot.
+// order, prints a row per point with its filters, and draws the plot.
 func TestScaleFrom(t *testing.T) {
 	dir := t.TempDir()
 	var files []string
-	for _, n := range []int{4000, 2000} {
-		data, err := json.Marshal(scaleReport{Points: []scalePoint{scalePointOf(t, n)}})
+	for _, pt := range []struct {
+		n      int
+		filter string
+	}{{4000, "monkey"}, {2000, "bloom"}} {
+		data, err := json.Marshal(scaleReport{Points: []scalePoint{scalePointOf(t, pt.n, pt.filter)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +110,7 @@ func TestScaleFrom(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log("\n" + out.String())
-	if !regexp.MustCompile(`(?s)\n\| 2000 +\| \d+ .*\n\| 4000 +\| \d+ `).MatchString(out.String()) {
+	if !regexp.MustCompile(`(?s)\n\| 2000 +\| bloom 10 bits/key +\| \d+ .*\n\| 4000 +\| monkey 10 bits/key +\| \d+ `).MatchString(out.String()) {
 		t.Errorf("no rows for 2000 and then 4000 keys in\n%s", out.String())
 	}
 	checkPNG(t, cfg.plot, 1000, 800)

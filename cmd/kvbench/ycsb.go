@@ -150,6 +150,9 @@ func (cfg *config) validateYCSB() error {
 	if _, ok := ycsbWorkloads[cfg.workload]; !ok {
 		return fmt.Errorf("unknown workload %q (known: ycsb-a to ycsb-f, ycsb-all)", cfg.workload)
 	}
+	if err := cfg.validateFilter(); err != nil {
+		return err
+	}
 	switch {
 	case cfg.records < 1:
 		return errors.New("-records must be at least 1")
@@ -159,8 +162,6 @@ func (cfg *config) validateYCSB() error {
 		return errors.New("-threads must be at least 1")
 	case cfg.rowCache < 0:
 		return errors.New("-row-cache must not be negative")
-	case cfg.bloomBits < 1 && cfg.bloomBits != shale.NoFilter:
-		return fmt.Errorf("-bloom-bits must be at least 1, or %d for no filters", shale.NoFilter)
 	case cfg.compareFilters:
 		return errors.New("-compare-filters runs the db_bench workloads, not YCSB")
 	}
