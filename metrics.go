@@ -278,10 +278,10 @@ func (m Metrics) String() string {
 	tw.Flush()
 	fmt.Fprintf(&b, "memtable: %s (+%d waiting to flush); WAL written: %s\n",
 		humanBytes(m.MemTableBytes), m.ImmutableTables, humanBytes(m.WALBytes))
-	fmt.Fprintf(&b, "memory: %s: filters %s, indexes %s, memtables %s + %s waiting (their key filters %s), block cache %s, row cache %s\n",
+	fmt.Fprintf(&b, "memory: %s: filters %s, indexes %s, memtables %s + %s waiting (their key filters %s), block cache %s, row cache %s; besides, %s of freed memtable slabs kept for the next\n",
 		humanBytes(m.MemoryTotal), humanBytes(m.FilterMemory), humanBytes(m.IndexMemory),
 		humanBytes(m.MemTableBytes), humanBytes(m.ImmutableMemTableBytes), humanBytes(m.MemTableFilterBytes),
-		humanBytes(m.BlockCacheBytes), humanBytes(m.RowCacheBytes))
+		humanBytes(m.BlockCacheBytes), humanBytes(m.RowCacheBytes), humanBytes(m.MemTableSpareBytes))
 	if m.MappingRefusals > 0 {
 		fmt.Fprintf(&b, "memory mappings refused: %d (the process is at vm.max_map_count: off-heap buffers taken from the Go heap or left mapped, WALs written rather than mapped)\n", m.MappingRefusals)
 	}
