@@ -177,14 +177,19 @@ type Compaction struct {
 // String summarizes the compaction in one line, e.g.
 // "L2 -> L3, 1+4 files (9 MiB): L2 is 1.3x its target 640 MiB".
 func (c *Compaction) String() string {
+	return fmt.Sprintf("L%d -> L%d, %d+%d files (%s): %s", c.Level, c.OutputLevel,
+		len(c.Inputs[0]), len(c.Inputs[1]), base.FormatSize(c.InputBytes()), c.Reason)
+}
+
+// InputBytes is the size of the compaction's input files, both levels.
+func (c *Compaction) InputBytes() uint64 {
 	var size uint64
 	for _, in := range c.Inputs {
 		for _, f := range in {
 			size += f.Size
 		}
 	}
-	return fmt.Sprintf("L%d -> L%d, %d+%d files (%s): %s", c.Level, c.OutputLevel,
-		len(c.Inputs[0]), len(c.Inputs[1]), base.FormatSize(size), c.Reason)
+	return size
 }
 
 // LevelScore describes how full one level is.
@@ -436,13 +441,7 @@ func readCompaction(v *manifest.Version, level, i, baseLevel int) (*Compaction, 
 	} else {
 		c.Inputs = pickLevelFrom(v, level, i)
 	}
-	var rewrite uint64
-	for _, in := range c.Inputs {
-		for _, f := range in {
-			rewrite += f.Size
-		}
-	}
-	return c, ReadAllowance(rewrite)
+	return c, ReadAllowance(c.InputBytes())
 }
 
 // pickLevel picks the inputs of a compaction of level (>= 1) into the next
