@@ -13,10 +13,14 @@ const (
 	attemptsPerSize = 4  // seeds tried at one size before the slack grows
 )
 
-// checkBitsPerKey panics unless 0 ≤ bitsPerKey ≤ 32.
+// MaxBitsPerKey is the most bits per key a filter takes (New, NewPolicy):
+// one per bit of the fingerprint.
+const MaxBitsPerKey = maxColumns
+
+// checkBitsPerKey panics unless 0 ≤ bitsPerKey ≤ MaxBitsPerKey.
 func checkBitsPerKey(bitsPerKey float64) {
-	if !(bitsPerKey >= 0 && bitsPerKey <= maxColumns) {
-		panic(fmt.Sprintf("ribbon: %v bits per key, want 0..%d", bitsPerKey, maxColumns))
+	if !(bitsPerKey >= 0 && bitsPerKey <= MaxBitsPerKey) {
+		panic(fmt.Sprintf("ribbon: %v bits per key, want 0..%d", bitsPerKey, MaxBitsPerKey))
 	}
 }
 

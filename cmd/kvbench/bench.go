@@ -18,6 +18,7 @@ import (
 	"github.com/shale-db/shale"
 	"github.com/shale-db/shale/internal/permutation"
 	"github.com/shale-db/shale/internal/procstat"
+	"github.com/shale-db/shale/ribbon"
 )
 
 // allBenchmarks are the workloads, in the default order.
@@ -121,14 +122,11 @@ func (cfg *config) validateFilter() error {
 		return fmt.Errorf("-bloom-bits must be at least 1, or %d for no filters", shale.NoFilter)
 	case !slices.Contains(filterNames, cfg.filter):
 		return fmt.Errorf("unknown -filter %q (known: %s)", cfg.filter, strings.Join(filterNames, ","))
-	case cfg.filter == "ribbon" && cfg.bloomBits > maxRibbonBits:
-		return fmt.Errorf("-filter ribbon takes at most %d bits per key, not %d", maxRibbonBits, cfg.bloomBits)
+	case cfg.filter == "ribbon" && cfg.bloomBits > ribbon.MaxBitsPerKey:
+		return fmt.Errorf("-filter ribbon takes at most %d bits per key, not %d", ribbon.MaxBitsPerKey, cfg.bloomBits)
 	}
 	return nil
 }
-
-// maxRibbonBits is the most bits per key shale.RibbonFilter takes.
-const maxRibbonBits = 32
 
 // filterPolicy is the FilterPolicy of a store with bloomBits bits per key
 // spent as -filter says; nil leaves Options.BloomBitsPerKey to choose.
