@@ -380,6 +380,32 @@ func TestYCSB(t *testing.T) {
 	checkPNG(t, cfg.plot, 0, 0)
 }
 
+// TestYCSBReadCompactions checks each phase's count of read compactions:
+// without filters every lookup reads a block of each table above the one
+// that holds its record, so workload C's reads use up tables' allowances
+// and the phase counts the read compactions that follow; with them off
+// (-no-read-compactions) it counts none.
+func TestYCSBReadCompactions(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		cfg := smallConfig()
+		cfg.workload, cfg.records, cfg.ops = "ycsb-c", 3000, 3000
+		cfg.bloomBits, cfg.memTableSize, cfg.noReadCompactions = shale.NoFilter, 64<<10, off
+		cfg.json = true
+		var out bytes.Buffer
+		if err := run(cfg, &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		var rep report
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		c := rep.YCSB.Phases[len(rep.YCSB.Phases)-1]
+		if c.Workload != "C" || (c.ReadCompactions > 0) == off {
+			t.Errorf("-no-read-compactions=%t: phase %s ran %d read compactions (tree after: %s)", off, c.Workload, c.ReadCompactions, rep.Tree)
+		}
+	}
+}
+
 func TestYCSBBadConfig(t *testing.T) {
 	for _, tc := range []struct {
 		change func(*config)
