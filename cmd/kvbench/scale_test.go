@@ -26,8 +26,9 @@ func TestParseSizes(t *testing.T) {
 }
 
 // scalePointOf measures one scale point in this process, as a -scale child
-// would, with -filter filter: small memtables so that the store has tables, and no block cache so
-// that every block a lookup needs is a read syscall.
+// would, with -filter filter: small memtables so that the store has
+// tables, and no block cache so that every block a lookup needs is a read
+// syscall.
 func scalePointOf(t *testing.T, n int, filter string) scalePoint {
 	t.Helper()
 	cfg := smallConfig()
