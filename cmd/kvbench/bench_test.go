@@ -98,13 +98,9 @@ func TestOptions(t *testing.T) {
 	}
 }
 
-// TestCompareFilters checks that the two stores end in the same shape, that
-// reads find what they should, and that filters save disk reads on absent
-// keys and not on present ones.
-func TestCompareFilters(t *testing.T) {
-	cfg := smallConfig()
-	cfg.benchmarks = []string{"fillrandom", "overwrite", "readrandom", "readmissing", "seekrandom"}
-	cfg.compareFilters = true
+// runJSON runs cfg with -json and returns its report.
+func runJSON(t *testing.T, cfg config) report {
+	t.Helper()
 	cfg.json = true
 	var out bytes.Buffer
 	if err := run(cfg, &out, io.Discard); err != nil {
@@ -114,6 +110,17 @@ func TestCompareFilters(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
+	return rep
+}
+
+// TestCompareFilters checks that the two stores end in the same shape, that
+// reads find what they should, and that filters save disk reads on absent
+// keys and not on present ones.
+func TestCompareFilters(t *testing.T) {
+	cfg := smallConfig()
+	cfg.benchmarks = []string{"fillrandom", "overwrite", "readrandom", "readmissing", "seekrandom"}
+	cfg.compareFilters = true
+	rep := runJSON(t, cfg)
 	if rep.SameShape == nil || !*rep.SameShape {
 		t.Errorf("trees differ: %q", rep.Tree)
 	}
@@ -335,16 +342,8 @@ func TestYCSB(t *testing.T) {
 	// whose row caches they consult, even when the workloads run faster
 	// than a flush.
 	cfg.memTableSize = 256 << 10
-	cfg.json = true
 	cfg.plot = filepath.Join(t.TempDir(), "ycsb.png")
-	var out bytes.Buffer
-	if err := run(cfg, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	var rep report
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := runJSON(t, cfg)
 	var phases []string
 	for _, p := range rep.YCSB.Phases {
 		phases = append(phases, p.Workload)
@@ -390,15 +389,7 @@ func TestYCSBReadCompactions(t *testing.T) {
 		cfg := smallConfig()
 		cfg.workload, cfg.records, cfg.ops = "ycsb-c", 3000, 3000
 		cfg.bloomBits, cfg.memTableSize, cfg.noReadCompactions = shale.NoFilter, 64<<10, off
-		cfg.json = true
-		var out bytes.Buffer
-		if err := run(cfg, &out, io.Discard); err != nil {
-			t.Fatal(err)
-		}
-		var rep report
-		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-			t.Fatal(err)
-		}
+		rep := runJSON(t, cfg)
 		c := rep.YCSB.Phases[len(rep.YCSB.Phases)-1]
 		if c.Workload != "C" || (c.ReadCompactions > 0) == off {
 			t.Errorf("-no-read-compactions=%t: phase %s ran %d read compactions (tree after: %s)", off, c.Workload, c.ReadCompactions, rep.Tree)
