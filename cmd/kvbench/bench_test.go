@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -274,6 +275,26 @@ func TestPlot(t *testing.T) {
 		if !strings.Contains(out.String(), row) {
 			t.Errorf("no row %q in\n%s", row, out.String())
 		}
+	}
+}
+
+// TestPlotMeasuresBloom: panel (a) sets Bloom filters against their
+// formula, so it measures Bloom filters whatever -filter says: the same
+// rates, point for point, under -filter ribbon as under the default.
+func TestPlotMeasuresBloom(t *testing.T) {
+	cfg := smallConfig()
+	cfg.n = 300
+	var fp [2][]fpPoint
+	for i, filter := range []string{"bloom", "ribbon"} {
+		cfg.filter = filter
+		d, err := measurePlot(cfg, t.TempDir(), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fp[i] = d.FP
+	}
+	if !slices.Equal(fp[0], fp[1]) {
+		t.Errorf("false-positive rates under -filter ribbon %v, want the Bloom filters' %v", fp[1], fp[0])
 	}
 }
 

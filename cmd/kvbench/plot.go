@@ -60,9 +60,11 @@ func measurePlot(cfg config, dir string, progress io.Writer) (*plotData, error) 
 	d := &plotData{FPKeys: min(cfg.n, fpKeys), L0Keys: min(cfg.n, l0Keys)}
 	// (a) One store per bits/key: write the keys, flush, look up absent keys
 	// inside the tables' key ranges; the rate is the share of filter checks
-	// of tables without the key that said "maybe".
+	// of tables without the key that said "maybe". The panel sets Bloom
+	// filters against their formula, so its stores get Bloom filters
+	// whatever -filter chose.
 	fc := cfg
-	fc.n, fc.valueSize, fc.concurrency = d.FPKeys, 8, 1
+	fc.n, fc.valueSize, fc.concurrency, fc.filter = d.FPKeys, 8, 1, "bloom"
 	fc.keySize = max(cfg.keySize, len(fmt.Sprint(fc.n)))
 	for bits := 2; bits <= 20; bits++ {
 		b, err := openBench(fc, filepath.Join(dir, fmt.Sprintf("fp%d", bits)), bits, false)
