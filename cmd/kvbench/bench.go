@@ -255,7 +255,7 @@ func compareFilters(cfg config, dir string, progress io.Writer, rep *report) err
 		name, dir string
 		bits      int
 	}{
-		{fmt.Sprintf("bloom %d", cfg.bloomBits), "filters", cfg.bloomBits},
+		{fmt.Sprintf("%s %d", cfg.filter, cfg.bloomBits), "filters", cfg.bloomBits},
 		{"no filter", "nofilter", shale.NoFilter},
 	}
 	var benches []*bench
