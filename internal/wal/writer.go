@@ -276,12 +276,13 @@ type Writer struct {
 	// refused a window (refused), groups are written with m.WriteAt.
 	m       vfs.Mapper
 	refused bool
-	salt    uint64 // in the LOG fragment; seals the COMMIT and END fragments
-	buf     []byte // the group being framed; reused
-	size    int64  // bytes written to f
-	stored  int64  // the part of size stored through the mapping
-	synced  int64  // bytes the last successful Sync made durable
-	err     error  // sticky
+	salt    uint64     // in the LOG fragment; seals the COMMIT and END fragments
+	buf     []byte     // the group being framed; reused
+	size    int64      // bytes written to f
+	stored  int64      // the part of size stored through the mapping
+	synced  int64      // bytes the last successful Sync made durable
+	err     error      // sticky
+	wb      *writeback // nil if f cannot start a writeback
 
 	// The last COMMIT written: the synced offset it recorded (-1 before
 	// any) and the log offset where it ends; and the records written
@@ -321,7 +322,11 @@ func NewMappedWriter(f vfs.File) *Writer {
 
 // newWriter returns a Writer that appends to f with the given salt.
 func newWriter(f vfs.File, salt uint64) *Writer {
-	return &Writer{f: f, salt: salt, committedSynced: -1}
+	w := &Writer{f: f, salt: salt, committedSynced: -1}
+	if ws, ok := f.(vfs.WritebackStarter); ok {
+		w.wb = &writeback{ws: ws}
+	}
+	return w
 }
 
 // WriteRecord appends p as a group of one record and returns the offset at
@@ -490,7 +495,80 @@ func (w *Writer) write(b []byte) error {
 		return w.err
 	}
 	w.size += int64(len(b))
+	w.startWriteback()
 	return nil
+}
+
+// writebackStep is how far a log may run ahead of the writeback it has
+// asked for (see startWriteback).
+const writebackStep = 1 << 20
+
+// writeback starts the writeback of a log's bytes from a goroutine of its
+// own, started with the first request and stopped by Close.
+type writeback struct {
+	ws      vfs.WritebackStarter
+	started int64         // the offset writeback has been asked for up to
+	ranges  chan [2]int64 // requests, [from, to); holds one
+	done    chan struct{} // closed when the goroutine returns
+}
+
+// startWriteback, once writebackStep more bytes have been written (or
+// stored through the mapping), asks for them to be written to the device
+// without waiting (vfs.WritebackStarter), so that the device takes the log
+// as it grows and the Sync that closes it (SyncClose, at every memtable
+// rotation, even under NoSync) finds less left to write. The request goes
+// to the writeback's goroutine, since starting a writeback blocks while the
+// device is busy; it waits there in a queue of one, and while that is full
+// later writes ask again, for more. Whole pages only: the writer is still
+// filling the last one. A writeback makes nothing durable and changes no
+// byte, so its failure is ignored: Sync reports what went wrong.
+//
+// Measured on 1M-key fills (kvbench, one writer, ext4): the closing Syncs
+// took 245-345 ms of a 3 s fill without it, 5-7 ms a log, all on the
+// commit leader, and 140-180 ms with it. Started on the leader itself, the
+// calls took about as long as they saved (at 256 KiB steps, 1.7 ms each
+// on average, 13 ms at worst); from the goroutine, fills alternated with and without it ran
+// 1.08x the ops/s (the median of eight pairs' ratios) with one writer and
+// 1.02x (four pairs) with four. A step of 256 KiB ran at 0.82x (four
+// pairs), slower than none; why was not measured. (A guess: a mapped log's
+// first store to each page waits on the file system's journal, which the
+// more frequent writebacks keep busier.)
+func (w *Writer) startWriteback() {
+	wb := w.wb
+	if wb == nil {
+		return
+	}
+	end := w.size / claimPage * claimPage
+	if end-wb.started < writebackStep {
+		return
+	}
+	if wb.ranges == nil {
+		wb.ranges, wb.done = make(chan [2]int64, 1), make(chan struct{})
+		go wb.run()
+	}
+	select {
+	case wb.ranges <- [2]int64{wb.started, end}:
+		wb.started = end
+	default:
+	}
+}
+
+func (wb *writeback) run() {
+	defer close(wb.done)
+	for r := range wb.ranges {
+		wb.ws.StartWriteback(r[0], r[1]-r[0])
+	}
+}
+
+// stop waits for the writeback's goroutine, if it runs, to finish its
+// last request and return: the file must not be closed under it.
+func (wb *writeback) stop() {
+	if wb == nil || wb.ranges == nil {
+		return
+	}
+	close(wb.ranges)
+	<-wb.done
+	wb.ranges = nil
 }
 
 // put hands b to the file at offset w.size: stored through the mapping, or
@@ -594,7 +672,8 @@ func (w *Writer) StoredSize() int64 { return w.stored }
 func (w *Writer) Size() int64 { return w.size }
 
 // Close closes the file without syncing it: call Sync first to make the
-// records durable, or MarkEnd to also mark a clean end. (A log being
+// records durable, or MarkEnd to also mark a clean end. It first waits for
+// a writeback it asked for to have started (see startWriteback). (A log being
 // abandoned, or one written with NoSync, should not pay for an fsync.) Close
 // returns the file's Close error; afterwards every method returns an error.
 //
@@ -607,6 +686,7 @@ func (w *Writer) Close() error {
 	if w.err == errClosed {
 		return errClosed
 	}
+	w.wb.stop()
 	var err error
 	if w.m != nil {
 		err = w.m.Cut(w.size)

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/shale-db/shale/vfs"
 )
@@ -342,5 +344,90 @@ func TestSaltPerLog(t *testing.T) {
 	}
 	if len(salts) != 20 {
 		t.Fatalf("20 logs have %d salts", len(salts))
+	}
+}
+
+// writebackFile is a memFile that can start writeback: it records the
+// ranges asked of it, holds each call until the test releases it, and
+// notes calls that come while or after the file is closed.
+type writebackFile struct {
+	*memFile
+	mu      sync.Mutex
+	ranges  [][2]int64 // [from, to) of each call
+	late    bool       // a call came after Close
+	calls   chan struct{}
+	release chan struct{}
+}
+
+func (f *writebackFile) StartWriteback(off, n int64) error {
+	f.calls <- struct{}{}
+	<-f.release
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.late = f.late || f.closed
+	f.ranges = append(f.ranges, [2]int64{off, off + n})
+	return nil
+}
+
+// Close races with StartWriteback unless the Writer waits for its calls.
+func (f *writebackFile) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.memFile.Close()
+}
+
+// TestWriterStartsWriteback checks that a log on a file that can start
+// writeback asks for it as it grows, off the writer's goroutine: over
+// contiguous whole pages from offset 0, each time at least writebackStep
+// more were written; that calls still running do not hold up the writer,
+// and that Close waits for them rather than closing the file under them.
+func TestWriterStartsWriteback(t *testing.T) {
+	f := &writebackFile{memFile: &memFile{}, calls: make(chan struct{}), release: make(chan struct{})}
+	w := NewWriter(f)
+	rec := bytes.Repeat([]byte("x"), 1000)
+	// writeTo writes groups of one record until the log is size bytes.
+	writeTo := func(size int64) {
+		for w.Size() < size {
+			if err := w.WriteGroup([][]byte{rec}, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	writeTo(writebackStep - 2*claimPage)
+	select {
+	case <-f.calls:
+		t.Fatalf("writeback asked for after %d bytes, fewer than %d", w.Size(), writebackStep)
+	case <-time.After(10 * time.Millisecond):
+	}
+	writeTo(writebackStep + claimPage)
+	<-f.calls                  // the first call, held
+	writeTo(4 * writebackStep) // the writer does not wait for it
+	f.release <- struct{}{}
+	<-f.calls // the next, asked for while the first ran, held
+	closed := make(chan error)
+	go func() { closed <- w.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while a writeback call was running", err)
+	case <-time.After(10 * time.Millisecond):
+	}
+	f.release <- struct{}{}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.late {
+		t.Fatal("a writeback call came after Close")
+	}
+	if len(f.ranges) != 2 {
+		t.Fatalf("writeback ranges %v, want 2", f.ranges)
+	}
+	var next int64
+	for _, r := range f.ranges {
+		if r[0] != next || r[1]-r[0] < writebackStep || r[1]%claimPage != 0 || r[1] > w.Size() {
+			t.Fatalf("writeback ranges %v are not contiguous runs of whole pages from 0, each at least %d bytes, within the %d written", f.ranges, writebackStep, w.Size())
+		}
+		next = r[1]
 	}
 }
