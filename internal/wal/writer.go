@@ -527,12 +527,12 @@ type writeback struct {
 // took 245-345 ms of a 3 s fill without it, 5-7 ms a log, all on the
 // commit leader, and 140-180 ms with it. Started on the leader itself, the
 // calls took about as long as they saved (at 256 KiB steps, 1.7 ms each
-// on average, 13 ms at worst); from the goroutine, fills alternated with and without it ran
-// 1.08x the ops/s (the median of eight pairs' ratios) with one writer and
-// 1.02x (four pairs) with four. A step of 256 KiB ran at 0.82x (four
-// pairs), slower than none; why was not measured. (A guess: a mapped log's
-// first store to each page waits on the file system's journal, which the
-// more frequent writebacks keep busier.)
+// on average, 13 ms at worst); from the goroutine, fills alternated with
+// and without it ran 1.08x the ops/s (the median of eight pairs' ratios)
+// with one writer and 1.02x (four pairs) with four. A step of 256 KiB ran
+// at 0.82x (four pairs), slower than none; why was not measured. (A
+// guess: a mapped log's first store to each page waits on the file
+// system's journal, which the more frequent writebacks keep busier.)
 func (w *Writer) startWriteback() {
 	wb := w.wb
 	if wb == nil {
@@ -672,10 +672,11 @@ func (w *Writer) StoredSize() int64 { return w.stored }
 func (w *Writer) Size() int64 { return w.size }
 
 // Close closes the file without syncing it: call Sync first to make the
-// records durable, or MarkEnd to also mark a clean end. It first waits for
-// a writeback it asked for to have started (see startWriteback). (A log being
-// abandoned, or one written with NoSync, should not pay for an fsync.) Close
-// returns the file's Close error; afterwards every method returns an error.
+// records durable, or MarkEnd to also mark a clean end. (A log being
+// abandoned, or one written with NoSync, should not pay for an fsync.) It
+// first waits for the writebacks it asked for to have been started (see
+// startWriteback). Close returns the file's Close error; afterwards every
+// method returns an error.
 //
 // A mapped log is first cut to its end, so that the file holds the log and
 // nothing more. The cut is not synced either: a log that a newer one will
