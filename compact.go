@@ -147,7 +147,9 @@ func (db *DB) filterFor(level int, inputs []levelFile, size int64) filter.Policy
 // system that cannot, the file is synced; see sstable.WriterOptions), so
 // that the device takes the table as it comes rather than all at once when
 // it is complete, which would stall the WAL's syncs behind it. The final
-// sync, before the MANIFEST names the table, stays.
+// sync, before the MANIFEST names the table, stays. (The WAL starts its own
+// writeback, every 1 MiB too but from a goroutine of its own, since its
+// writer is the commit leader: see wal.Writer's startWriteback.)
 const outputSyncBytes = 1 << 20
 
 func (db *DB) newFileNum() uint64 {

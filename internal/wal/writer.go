@@ -500,7 +500,9 @@ func (w *Writer) write(b []byte) error {
 }
 
 // writebackStep is how far a log may run ahead of the writeback it has
-// asked for (see startWriteback).
+// asked for (see startWriteback). Table writers push their files out at
+// the same step, from the flush or compaction itself (the DB's
+// outputSyncBytes); measured for the WAL on its own (see startWriteback).
 const writebackStep = 1 << 20
 
 // writeback starts the writeback of a log's bytes from a goroutine of its
