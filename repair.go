@@ -320,9 +320,6 @@ func (r *repairer) merge() ([]*table, error) {
 	if cerr := merged.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
-	if err == nil {
-		err = db.fs.SyncDir(db.dir) // writeTables skips it under NoSync
-	}
 	if err != nil {
 		for _, t := range out {
 			t.reader.Close()
