@@ -112,11 +112,13 @@ func (t *LookupTrace) levelMiss(level, files int) {
 
 func tableStep(level int, m *manifest.FileMeta) TraceStep {
 	return TraceStep{
-		Source:   fmt.Sprintf("L%d %06d.sst", level, m.FileNum),
-		Level:    level,
-		FileNum:  m.FileNum,
-		Smallest: m.Smallest.UserKey,
-		Largest:  m.Largest.UserKey,
+		Source:  fmt.Sprintf("L%d %06d.sst", level, m.FileNum),
+		Level:   level,
+		FileNum: m.FileNum,
+		// Copies: the caller owns what a trace returns, and the table's
+		// bounds are the version's, which reads rely on.
+		Smallest: bytes.Clone(m.Smallest.UserKey),
+		Largest:  bytes.Clone(m.Largest.UserKey),
 		// A range tombstone's end as the largest key is exclusive.
 		LargestExclusive: m.Largest.IsExclusiveSentinel(),
 	}
