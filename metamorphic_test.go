@@ -65,6 +65,12 @@ func metaConfigs(seed uint64) []metaConfig {
 		{"large-memtable-blocks", Options{MemTableSize: 64 << 20, BlockSize: 64 << 10}, nil},
 		{"no-cache-64B-blocks", small(Options{BlockCacheSize: -1, BlockSize: 64}), nil},
 		{"tiny-cache", small(Options{BlockCacheSize: 1 << 10}), nil},
+		// Rows cached, and one table file open at a time: every read of
+		// another table reopens its file.
+		{"row-cache-one-file", small(Options{RowCacheSize: 4 << 10, MaxOpenFiles: 1}), []Options{
+			small(Options{RowCacheSize: 64 << 10, MaxOpenFiles: 2, BlockCacheSize: -1}),
+			small(Options{}),
+		}},
 		{"no-compactions", Options{MemTableSize: 1 << 10, BlockSize: 128, DisableAutomaticCompactions: true}, nil},
 		{"one-immutable", small(Options{MaxImmutableMemTables: 1, TargetFileSize: 512}), nil},
 		// The WAL is mapped unless a configuration disables it; these write
