@@ -18,14 +18,14 @@ import (
 
 // TestConcurrentReadModel checks every read against a model while a
 // writer, flushes and compactions run: Gets, snapshots kept for many
-// reads, and bounded iterators walked both ways, on three goroutines, and
-// one iterator kept open across the whole run. One or two table files are
-// open at a time and the caches are tiny, so descriptors, blocks and rows
-// come and go under the reads, and memtables are freed and their slabs
-// reused (manual.CheckUseAfterFree makes a read of freed memory fault).
-// The writer changes the store and the model under a lock that readers
-// take to read the model with the store as it is; snapshots and iterators
-// are then read outside it, while the store moves on.
+// reads, and bounded or prefix iterators walked both ways, on three
+// goroutines, and one iterator kept open across the whole run. One or two
+// table files are open at a time and the caches are tiny, so descriptors,
+// blocks and rows come and go under the reads, and memtables are freed
+// and their slabs reused (manual.CheckUseAfterFree makes a read of freed
+// memory fault). The writer changes the store and the model under a lock
+// that readers take to read the model with the store as it is; snapshots
+// and iterators are then read outside it, while the store moves on.
 func TestConcurrentReadModel(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -33,7 +33,7 @@ func TestConcurrentReadModel(t *testing.T) {
 		ops  int
 	}{
 		{"one-file-tiny-caches", Options{MaxOpenFiles: 1, BlockCacheSize: 1 << 10, RowCacheSize: 2 << 10}, 3000},
-		{"two-files-no-block-cache", Options{MaxOpenFiles: 2, BlockCacheSize: -1, RowCacheSize: 64 << 10}, 3000},
+		{"two-files-no-block-cache", Options{MaxOpenFiles: 2, BlockCacheSize: -1, RowCacheSize: 64 << 10, Prefix: FixedPrefix(2)}, 3000},
 		// Every size at its least: a memtable and a table per write or so,
 		// one entry per block, caches that hold nothing.
 		{"least-sizes", Options{MemTableSize: 1, BlockSize: 1, MaxImmutableMemTables: 1, MaxOpenFiles: 1,
@@ -211,6 +211,11 @@ func runConcurrentReadModel(t *testing.T, o Options, ops int) {
 					opts := &IterOptions{LowerBound: []byte(lo), UpperBound: []byte(hi)}
 					if hi == "" {
 						opts.UpperBound = nil
+					}
+					if len(lo) >= 2 && rng.IntN(3) == 0 { // over a prefix instead
+						p := []byte(lo[:2])
+						opts = &IterOptions{Prefix: p}
+						lo, hi = string(p), string(prefixSuccessor(p)) // "": none
 					}
 					mu.RLock()
 					it, m := db.NewIter(opts), maps.Clone(model)
