@@ -32,8 +32,8 @@ func TestConcurrentReadModel(t *testing.T) {
 		opts Options
 		ops  int
 	}{
-		{"one-file-tiny-caches", Options{MaxOpenFiles: 1, BlockCacheSize: 1 << 10, RowCacheSize: 2 << 10}, 3000},
-		{"two-files-no-block-cache", Options{MaxOpenFiles: 2, BlockCacheSize: -1, RowCacheSize: 64 << 10, Prefix: FixedPrefix(2)}, 3000},
+		{"one-file-tiny-caches", Options{MaxOpenFiles: 1, BlockCacheSize: 1 << 10, RowCacheSize: 2 << 10}, 2000},
+		{"two-files-no-block-cache", Options{MaxOpenFiles: 2, BlockCacheSize: -1, RowCacheSize: 64 << 10, Prefix: FixedPrefix(2)}, 2000},
 		// Every size at its least: a memtable and a table per write or so,
 		// one entry per block, caches that hold nothing.
 		{"least-sizes", Options{MemTableSize: 1, BlockSize: 1, MaxImmutableMemTables: 1, MaxOpenFiles: 1,
