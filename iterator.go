@@ -486,8 +486,9 @@ func (it *Iterator) Value() []byte {
 func (it *Iterator) Error() error { return it.err }
 
 // Close releases the iterator's files and returns its error, if any.
-// Closing twice returns ErrClosed, and so does closing after the DB was
-// closed, which released the iterator already.
+// Closing twice returns ErrClosed. Closing after the DB was closed, which
+// released the iterator already, returns the error that had stopped the
+// iterator, or ErrClosed if none had.
 func (it *Iterator) Close() error {
 	if it.closed {
 		return ErrClosed

@@ -7,7 +7,8 @@ import (
 )
 
 // Snapshot is a fixed point in the store's history: reads through it see
-// exactly the writes that had returned when it was taken. Compactions keep
+// every write that had returned when it was taken and none begun after it;
+// a write in flight at that moment is seen whole or not at all. Compactions keep
 // every version a live snapshot can see. Close it when done, or those
 // versions are kept forever. A Snapshot is for one goroutine at a time.
 // Closing the DB releases the snapshots still open, which then return
