@@ -251,15 +251,9 @@ const (
 func generateMetaOps(seed uint64, n int) []metaOp {
 	g := &metaGenerator{rng: rand.New(rand.NewPCG(seed, 0x6d657461))}
 	g.keys = g.keySet()
-	// Weights of each kind of operation; a kind that cannot run now (no
-	// open iterator to move, say) adds nothing, and the loop draws again. Each seed scales every
-	// weight by 1/4 to 2, so that seeds differ in their mix: some mostly
-	// write, some mostly iterate, some flush often.
-	type kind struct {
-		weight int
-		add    func()
-	}
-	kinds := []kind{
+	// Each seed scales every weight by 1/4 to 2, so that seeds differ in
+	// their mix: some mostly write, some mostly iterate, some flush often.
+	kinds := []metaKind{
 		{200, g.put},
 		{60, g.delete},
 		{15, g.deleteRange},
@@ -276,10 +270,26 @@ func generateMetaOps(seed uint64, n int) []metaOp {
 		{6, func() { g.closeAll(); g.add(reopenOp{}) }},
 		{6, func() { g.closeAll(); g.add(crashOp{}) }},
 	}
-	total := 0
 	for i := range kinds {
 		kinds[i].weight = kinds[i].weight * (1 + g.rng.IntN(8)) / 4
-		total += kinds[i].weight
+	}
+	return g.generate(kinds, n)
+}
+
+// metaKind is a kind of operation and its weight in a sequence.
+type metaKind struct {
+	weight int
+	add    func()
+}
+
+// generate draws kinds of operations by their weights until there are n
+// operations (a kind that cannot run now, no open iterator to move, say,
+// adds nothing, and the loop draws again), then ends the sequence: it
+// closes what is open and reopens the store.
+func (g *metaGenerator) generate(kinds []metaKind, n int) []metaOp {
+	total := 0
+	for _, k := range kinds {
+		total += k.weight
 	}
 	for len(g.ops) < n {
 		r := g.rng.IntN(total)

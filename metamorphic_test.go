@@ -34,60 +34,63 @@ type metaConfig struct {
 	reopen []Options
 }
 
-// metaConfigs are the option sets of TestMetamorphic: fixed ones, then one
-// drawn from the seed. Small memtables, blocks and files push a thousand
-// operations through flushes and compactions into several levels.
+// smallOptions sets o's memtables, blocks, files and base level small, so
+// that a thousand operations go through flushes and compactions into
+// several levels.
+func smallOptions(o Options) Options {
+	o.MemTableSize = 2 << 10
+	o.BlockSize = 256
+	o.TargetFileSize = 2 << 10
+	o.LBaseMaxBytes = 2 << 10
+	o.L0CompactionThreshold = 2
+	return o
+}
+
+// metaConfigs are the option sets of TestMetamorphic: fixed ones, most of
+// them smallOptions, then one drawn from the seed.
 func metaConfigs(seed uint64) []metaConfig {
-	small := func(o Options) Options {
-		o.MemTableSize = 2 << 10
-		o.BlockSize = 256
-		o.TargetFileSize = 2 << 10
-		o.LBaseMaxBytes = 2 << 10
-		o.L0CompactionThreshold = 2
-		return o
-	}
 	return []metaConfig{
 		{"defaults", Options{}, nil},
-		{"no-filter", small(Options{BloomBitsPerKey: NoFilter}), nil},
-		{"bloom-1", small(Options{BloomBitsPerKey: 1}), nil},
-		{"bloom-20", small(Options{BloomBitsPerKey: 20}), nil},
-		{"fuse", small(Options{FilterPolicy: UniformFilter(FuseFilter())}), nil},
-		{"monkey-5", small(Options{FilterPolicy: MonkeyBloom(5)}), nil},
-		{"prefix-2", small(Options{Prefix: FixedPrefix(2)}), nil},
+		{"no-filter", smallOptions(Options{BloomBitsPerKey: NoFilter}), nil},
+		{"bloom-1", smallOptions(Options{BloomBitsPerKey: 1}), nil},
+		{"bloom-20", smallOptions(Options{BloomBitsPerKey: 20}), nil},
+		{"fuse", smallOptions(Options{FilterPolicy: UniformFilter(FuseFilter())}), nil},
+		{"monkey-5", smallOptions(Options{FilterPolicy: MonkeyBloom(5)}), nil},
+		{"prefix-2", smallOptions(Options{Prefix: FixedPrefix(2)}), nil},
 		// 6 bits per key: the range filters' key maps have short windows
 		// and answer "maybe" often, so both answers are exercised.
-		{"range-filter-6", small(Options{RangeFilter: &rangefilter.Options{BitsPerKey: 6}}), nil},
-		{"range-filter-prefix", small(Options{RangeFilter: &rangefilter.Options{}, Prefix: FixedPrefix(1)}), []Options{
-			small(Options{}),
-			small(Options{RangeFilter: &rangefilter.Options{BitsPerKey: 10}, Prefix: FixedPrefix(2)}),
+		{"range-filter-6", smallOptions(Options{RangeFilter: &rangefilter.Options{BitsPerKey: 6}}), nil},
+		{"range-filter-prefix", smallOptions(Options{RangeFilter: &rangefilter.Options{}, Prefix: FixedPrefix(1)}), []Options{
+			smallOptions(Options{}),
+			smallOptions(Options{RangeFilter: &rangefilter.Options{BitsPerKey: 10}, Prefix: FixedPrefix(2)}),
 		}},
 		{"tiny-memtable", Options{MemTableSize: 256, L0CompactionThreshold: 2, TargetFileSize: 1 << 10, LBaseMaxBytes: 1 << 10}, nil},
 		{"large-memtable-blocks", Options{MemTableSize: 64 << 20, BlockSize: 64 << 10}, nil},
-		{"no-cache-64B-blocks", small(Options{BlockCacheSize: -1, BlockSize: 64}), nil},
-		{"tiny-cache", small(Options{BlockCacheSize: 1 << 10}), nil},
+		{"no-cache-64B-blocks", smallOptions(Options{BlockCacheSize: -1, BlockSize: 64}), nil},
+		{"tiny-cache", smallOptions(Options{BlockCacheSize: 1 << 10}), nil},
 		// Rows cached, and one table file open at a time: every read of
 		// another table reopens its file.
-		{"row-cache-one-file", small(Options{RowCacheSize: 4 << 10, MaxOpenFiles: 1}), []Options{
-			small(Options{RowCacheSize: 64 << 10, MaxOpenFiles: 2, BlockCacheSize: -1}),
-			small(Options{}),
+		{"row-cache-one-file", smallOptions(Options{RowCacheSize: 4 << 10, MaxOpenFiles: 1}), []Options{
+			smallOptions(Options{RowCacheSize: 64 << 10, MaxOpenFiles: 2, BlockCacheSize: -1}),
+			smallOptions(Options{}),
 		}},
 		{"no-compactions", Options{MemTableSize: 1 << 10, BlockSize: 128, DisableAutomaticCompactions: true}, nil},
-		{"one-immutable", small(Options{MaxImmutableMemTables: 1, TargetFileSize: 512}), nil},
+		{"one-immutable", smallOptions(Options{MaxImmutableMemTables: 1, TargetFileSize: 512}), nil},
 		// The WAL is mapped unless a configuration disables it; these write
 		// it with write(2), and changing-options switches between the two
 		// across reopens and crashes, so that each mode recovers the
 		// other's logs.
-		{"wal-write", small(Options{DisableWALMapping: true}), nil},
-		{"changing-options", small(Options{Prefix: FixedPrefix(2)}), []Options{
-			small(Options{FilterPolicy: UniformFilter(FuseFilter()), BlockSize: 1 << 10, Prefix: FixedPrefix(1), DisableWALMapping: true}),
+		{"wal-write", smallOptions(Options{DisableWALMapping: true}), nil},
+		{"changing-options", smallOptions(Options{Prefix: FixedPrefix(2)}), []Options{
+			smallOptions(Options{FilterPolicy: UniformFilter(FuseFilter()), BlockSize: 1 << 10, Prefix: FixedPrefix(1), DisableWALMapping: true}),
 			{BloomBitsPerKey: NoFilter, BlockSize: 64, BlockCacheSize: -1, MemTableSize: 1 << 10},
-			small(Options{FilterPolicy: MonkeyBloom(3)}),
+			smallOptions(Options{FilterPolicy: MonkeyBloom(3)}),
 			{},
 		}},
-		{"nosync", small(Options{NoSync: true}), nil},
+		{"nosync", smallOptions(Options{NoSync: true}), nil},
 		{"nosync-no-compactions", Options{NoSync: true, MemTableSize: 1 << 10, DisableAutomaticCompactions: true}, nil},
 		{"nosync-defaults", Options{NoSync: true}, nil},
-		{"nosync-wal-write", small(Options{NoSync: true, DisableWALMapping: true}), nil},
+		{"nosync-wal-write", smallOptions(Options{NoSync: true, DisableWALMapping: true}), nil},
 		metaRandomConfig(seed),
 	}
 }
