@@ -45,21 +45,7 @@ func TestCompactionOutputsAlignWithLevelBelow(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	db.mu.Lock()
-	v := db.current
-	v.ref()
-	db.mu.Unlock()
-	job := compactionJob{outputLevel: 5, reason: "test"}
-	for _, f := range v.Levels[0] {
-		job.inputs = append(job.inputs, levelFile{0, f})
-	}
-	db.compactMu.Lock()
-	err := db.runCompaction(v, job)
-	db.compactMu.Unlock()
-	v.unref()
-	if err != nil {
-		t.Fatal(err)
-	}
+	compactL0Into(t, db, 5)
 
 	db.mu.Lock()
 	l5, l6 := db.current.Levels[5], db.current.Levels[6]
@@ -129,24 +115,10 @@ func TestCompactionTombstoneAcrossTableCuts(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	db.mu.Lock()
-	v := db.current
-	v.ref()
-	db.mu.Unlock()
-	job := compactionJob{outputLevel: 5, reason: "test"}
-	for _, f := range v.Levels[0] {
-		job.inputs = append(job.inputs, levelFile{0, f})
-	}
-	db.compactMu.Lock()
-	err := db.runCompaction(v, job)
-	db.compactMu.Unlock()
-	v.unref()
-	if err != nil {
-		t.Fatal(err)
-	}
+	compactL0Into(t, db, 5)
 
 	db.mu.Lock()
-	v = db.current
+	v := db.current
 	v.ref()
 	db.mu.Unlock()
 	defer v.unref()
@@ -178,5 +150,25 @@ func TestCompactionTombstoneAcrossTableCuts(t *testing.T) {
 		case !deleted && err != nil:
 			t.Errorf("Get(%s): %v", key(i), err)
 		}
+	}
+}
+
+// compactL0Into merges every L0 table of db into level, as one compaction.
+func compactL0Into(t *testing.T, db *DB, level int) {
+	t.Helper()
+	db.mu.Lock()
+	v := db.current
+	v.ref()
+	db.mu.Unlock()
+	job := compactionJob{outputLevel: level, reason: "test"}
+	for _, f := range v.Levels[0] {
+		job.inputs = append(job.inputs, levelFile{0, f})
+	}
+	db.compactMu.Lock()
+	err := db.runCompaction(v, job)
+	db.compactMu.Unlock()
+	v.unref()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
