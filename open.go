@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -51,7 +52,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if o.RowCacheSize > 0 {
 		db.rowCache = sstable.NewRowCache(o.RowCacheSize)
 	}
-	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
+	if err := db.makeDir(dir); err != nil {
 		return nil, fmt.Errorf("shale: open %s: %w", dir, err)
 	}
 	lock, err := db.fs.Lock(db.fileName(fileTypeLock, 0))
@@ -86,6 +87,37 @@ func Open(dir string, opts *Options) (*DB, error) {
 	go db.deleteLoop()
 	db.maybeScheduleCompaction()
 	return db, nil
+}
+
+// makeDir creates dir and any missing parents, and makes each new
+// directory's entry durable by syncing the directory that holds it: syncing
+// a file makes its data and its own entry durable, not the directories on
+// its path, so without this a power loss could take a new store away whole,
+// with every write it had acknowledged as synced.
+func (db *DB) makeDir(dir string) error {
+	var made []string
+	for d := dir; ; d = filepath.Dir(d) {
+		_, err := db.fs.Stat(d)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		made = append(made, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range slices.Backward(made) {
+		if err := db.fs.SyncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // recover rebuilds the DB's state from the directory; see Open.
