@@ -685,3 +685,26 @@ func TestOpenMakesNewDirectoryDurable(t *testing.T) {
 		})
 	}
 }
+
+// TestWALVersionDamaged: damage to the version field of the LOG fragment
+// of a WAL of one block, closed cleanly, fails Open with ErrCorruption
+// naming it. The reader used to take a salt only from a LOG fragment whose
+// version still read 2, found no claim, and cut the whole log off as a
+// torn tail: Open then returned the values the WAL's writes had replaced.
+func TestWALVersionDamaged(t *testing.T) {
+	fs := vfs.NewMem()
+	db := mustOpen(t, "db", &Options{FS: fs})
+	putN(t, db, 0, 10, "old")
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	putN(t, db, 0, 10, "new")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	log := newestOf(t, fs, "db", fileTypeLog)
+	b := readFile(t, fs, log)
+	b[7] ^= 0x01 // the version field, after the 7-byte header
+	writeFile(t, fs, log, b)
+	wantOpenCorruption(t, fs, log)
+}

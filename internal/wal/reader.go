@@ -54,8 +54,11 @@ import (
 // back out of order corruption: version 2 replaced it.)
 //
 // When the first fragment of a log is bad, its version and salt are
-// unknown. If its version field reads 2, its salt field is taken as the salt
-// and sealed COMMIT or END fragments are looked for as above. Failing that,
+// unknown. Its salt field is taken as the salt, whatever its version field
+// reads (damage to the version leaves the salt intact), and sealed COMMIT
+// or END fragments are looked for as above: a seal made with another salt
+// never matches, so a damaged salt, or the zeros of a page never written,
+// finds none. Failing that,
 // the claims are the COMMIT and END fragments on the chains of intact
 // fragments that start at the later block starts, seals unchecked (the
 // package doc says why that is sound). The log is taken as version 2 if a
@@ -436,10 +439,9 @@ func isZero(b []byte) bool { return bytes.Equal(b, zeroBlock[:len(b)]) }
 var zeroBlock [blockSize]byte
 
 // saltField returns the salt field of a damaged LOG fragment, and whether
-// its version field reads 2 (else there is no salt to take). Block 0 must be
-// the current block.
+// block 0 is long enough to hold one. Block 0 must be the current block.
 func (r *Reader) saltField() (uint64, bool) {
-	if r.n < logSize || binary.LittleEndian.Uint32(r.block[headerSize:]) != version {
+	if r.n < logSize {
 		return 0, false
 	}
 	return binary.LittleEndian.Uint64(r.block[headerSize+4:]), true

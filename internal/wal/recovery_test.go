@@ -109,11 +109,11 @@ func (s sample) cleanCut(c int) bool {
 // claim returns the offset of a COMMIT or END that a reader finds after
 // damage to byte b of the fragment at offset o and that records a sync past
 // o, or -1 if there is none. Every COMMIT and END after o counts, except
-// when the damage hit the version or salt of the LOG fragment: then only
-// those on the chains from later block starts (all of a later block's
-// fragments, in a well-formed log) count.
+// when the damage hit the salt of the LOG fragment: then only those on the
+// chains from later block starts (all of a later block's fragments, in a
+// well-formed log) count.
 func (s sample) claim(o, b int) int {
-	saltLost := o == 0 && !s.v1() && b >= headerSize && b < logSize
+	saltLost := o == 0 && !s.v1() && b >= headerSize+4 && b < logSize
 	for _, f := range s.frags {
 		if f.isCommit() && f.off > o && f.synced() > o && (!saltLost || f.off >= blockSize) {
 			return f.off
@@ -286,8 +286,8 @@ func lastRecord(s sample) int {
 // flip in the last record is a torn tail and anywhere else corruption at the
 // damaged record. In a version 2 log a flip in the fragment at offset o is
 // corruption at o if a COMMIT or END anywhere after o records a sync past o
-// (only one in a later block, if the flip hit the LOG fragment's version or
-// salt), and a torn tail otherwise: every flip in synced bytes that a later
+// (only one in a later block, if the flip hit the LOG fragment's salt),
+// and a torn tail otherwise: every flip in synced bytes that a later
 // COMMIT or END claims is reported, wherever it lies. In every case the
 // records read before the end are exactly the records written before the
 // damage.

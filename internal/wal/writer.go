@@ -142,12 +142,13 @@
 // fills values with imitations, each a guess at the seal, has a 2^-64 chance
 // per imitation, below 2^-42 for a 64 MiB log packed with them.
 //
-// When the LOG fragment itself is bad, the salt may be damaged. If its
-// version field still reads 2, the reader takes the salt field as it stands
-// and looks for sealed fragments as above: with a damaged salt the seal of
-// every fragment of the log fails (the salt maps one-to-one onto the seal),
-// so this finds claims only when the salt is intact, and never invents one (a log whose first page never reached the disk reads zeros
-// there, not version 2). Otherwise, or if that finds no claim, it falls back
+// When the LOG fragment itself is bad, the salt may be damaged. The reader
+// takes the salt field as it stands, whatever the version field reads (a
+// damaged version leaves the salt intact), and looks for sealed fragments
+// as above: with a damaged salt the seal of every fragment of the log fails
+// (the salt maps one-to-one onto the seal), so this finds claims only when
+// the salt is intact, and never invents one (nor does the zero salt of a
+// log whose first page never reached the disk). If that finds no claim, it falls back
 // on the fragments the writer put at fixed places: at the start of every
 // block after block 0 (the writer starts every block with a fragment) it
 // follows the chain of intact fragments, each one's length giving the next
@@ -157,8 +158,8 @@
 // and steps from header to header, never into payload bytes; a file system
 // that left stale bytes of another file at a block start, rather than
 // zeros, could give a false alarm there, never lost data. Its limit: damage
-// to the LOG fragment's version or salt in a log of one block, or whose
-// later blocks hold no claim, reads as a torn tail.
+// to the LOG fragment's salt in a log of one block, or whose later blocks
+// hold no claim, reads as a torn tail.
 //
 // # Version 1 (read, no longer written)
 //
