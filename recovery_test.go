@@ -708,3 +708,43 @@ func TestWALVersionDamaged(t *testing.T) {
 	writeFile(t, fs, log, b)
 	wantOpenCorruption(t, fs, log)
 }
+
+// TestRecoveryFailsAtEveryOp: an Open recovering a WAL with a torn tail
+// that fails at any file-system operation, once or from then on, leaves a
+// directory that the next Open recovers to the same data, both as the
+// failed Open left it (the process lives on) and after a power loss.
+func TestRecoveryFailsAtEveryOp(t *testing.T) {
+	for _, mapped := range []bool{false, true} {
+		for _, persistent := range []bool{false, true} {
+			n := 0
+			for i := int64(0); ; i++ {
+				fs, want := tornStore(t)
+				efs := vfs.NewErrorFS(fs)
+				ii := &vfs.IndexInjector{Index: i, Persistent: persistent}
+				efs.SetInjector(ii.Inject)
+				db, err := Open("db", &Options{FS: efs, DisableWALMapping: !mapped, DisableAutomaticCompactions: true})
+				if err == nil {
+					db.Close()
+				}
+				efs.SetInjector(nil)
+				if !ii.Fired() {
+					break
+				}
+				n++
+				for _, c := range []*vfs.MemFS{fs.CrashClone(), fs} {
+					db, err := Open("db", &Options{FS: c, DisableWALMapping: !mapped})
+					if err != nil {
+						t.Fatalf("mapped=%v persistent=%v: Open after an Open that failed at operation %d: %v", mapped, persistent, i, err)
+					}
+					wantData(t, db, want)
+					if err := db.Close(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if n < 20 {
+				t.Fatalf("mapped=%v persistent=%v: only %d operations in a recovery", mapped, persistent, n)
+			}
+		}
+	}
+}
