@@ -32,8 +32,8 @@ const lostDir = "lost"
 // first record that does not read (the framing cannot find the records after
 // it). These are merged, as a compaction merges, into new tables in the
 // bottom level: of each key only the newest version stays, by sequence
-// number, whichever file and level it came from, and deletions, with
-// nothing below them, are dropped. A new MANIFEST names those tables and a
+// number, whichever file and level it came from, deletions (point and
+// range) included (see merge). A new MANIFEST names those tables and a
 // new, empty WAL, and CURRENT is pointed at it, durably (temp file, fsync,
 // rename, directory fsync), whatever Options.NoSync says.
 //
@@ -311,12 +311,16 @@ func (r *repairer) merge() ([]*table, error) {
 		size += int64(r.salvage.Size())
 	}
 	merged := merging.NewIter(iters...)
-	// No snapshot survives a reopen, and nothing lies below the bottom
-	// level: of each key, only its newest version is kept, and a deletion,
-	// point or range, is dropped with every older version it deletes
-	// (whichever file it came from).
-	it := compaction.NewIter(merged, rangedel.Merge(tombs...), nil, func([]byte) bool { return true })
-	out, err := db.writeTables(it, nil, manifest.NumLevels-1, db.opts.TargetFileSize, nil, nil, size)
+	// No snapshot survives a reopen: of each key, only its newest version
+	// is kept, and every older version a deletion, point or range, deletes
+	// is dropped (whichever file it came from). The deletions themselves
+	// stay, although nothing lies below the bottom level: until the inputs
+	// are all removed, a crash or a failed removal can leave some behind,
+	// and a second Repair reads them again; the deletions keep hiding what
+	// they held. The next compaction of their keys drops them.
+	spans := rangedel.Merge(tombs...)
+	it := compaction.NewIter(merged, spans, nil, nil)
+	out, err := db.writeTables(it, compaction.CompactTombstones(spans, nil, nil), manifest.NumLevels-1, db.opts.TargetFileSize, nil, nil, size)
 	if cerr := merged.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
