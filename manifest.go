@@ -99,6 +99,14 @@ func (db *DB) appendManifest(edit *manifest.VersionEdit) error {
 // The snapshot is synced before CURRENT names it, so it needs no commit
 // record, and CURRENT's directory sync makes every file created since the
 // last one durable too.
+//
+// On error the DB keeps its old MANIFEST, and CURRENT may already name the
+// new one (the rename done, the directory sync failed). So nothing may be
+// appended to the old one afterwards: the DB stops (logAndApply sets the
+// background error), and an edit still in flight finds db.manifestSize
+// unchanged, still over maxManifestSize (logAndApply calls this only
+// then; Open and Repair fail whole), and writes a whole new MANIFEST again
+// rather than appending.
 func (db *DB) createManifest(v *manifest.Version, edit *manifest.VersionEdit) error {
 	db.mu.Lock()
 	num := db.nextFileNum
