@@ -550,6 +550,11 @@ func processCrash(t *testing.T, fs *vfs.MemFS, dir string) *vfs.MemFS {
 	if err := c.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	for d := dir; d != "." && d != "/"; d = filepath.Dir(d) { // a process crash keeps the directories
+		if err := c.SyncDir(filepath.Dir(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	names, err := fs.List(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,11 @@ type MemFS struct {
 	// name -> node. A node's synced bytes survive a crash only if its name
 	// is durable.
 	durable map[string]*memNode
-	locks   map[string]bool
+	// durableDirs are the directories whose entry was there at the last
+	// SyncDir of the directory holding it; the root always is. A directory
+	// survives a crash only if it and every directory above it do.
+	durableDirs map[string]bool
+	locks       map[string]bool
 }
 
 type memNode struct {
@@ -59,10 +63,11 @@ const memAllocStep = 40 << 10
 // NewMem returns an empty in-memory file system.
 func NewMem() *MemFS {
 	return &MemFS{
-		files:   map[string]*memNode{},
-		dirs:    map[string]bool{".": true},
-		durable: map[string]*memNode{},
-		locks:   map[string]bool{},
+		files:       map[string]*memNode{},
+		dirs:        map[string]bool{".": true},
+		durable:     map[string]*memNode{},
+		durableDirs: map[string]bool{".": true},
+		locks:       map[string]bool{},
 	}
 }
 
@@ -153,7 +158,8 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	return nil
 }
 
-// MkdirAll implements FS. Directories are durable at once.
+// MkdirAll implements FS. A new directory is durable once its parent is
+// synced (SyncDir), as a new file is.
 func (m *MemFS) MkdirAll(dir string, _ os.FileMode) error {
 	dir = clean(dir)
 	m.mu.Lock()
@@ -260,7 +266,23 @@ func (m *MemFS) SyncDir(dir string) error {
 			m.durable[name] = n
 		}
 	}
+	for d := range m.dirs {
+		if d != "." && dirOf(d) == dir {
+			m.durableDirs[d] = true
+		}
+	}
 	return nil
+}
+
+// survives reports whether directory d would be there after a crash: it and
+// every directory above it are durable.
+func (m *MemFS) survives(d string) bool {
+	for ; d != "." && d != ""; d = dirOf(d) {
+		if !m.durableDirs[d] {
+			return false
+		}
+	}
+	return true
 }
 
 // PathJoin implements FS.
@@ -310,7 +332,9 @@ func (m *MemFS) CrashClone() *MemFS { return m.CrashCloneWith(CrashOptions{}) }
 // SyncDir of its directory is undone (a removed file comes back with the
 // synced bytes it had; a renamed one is found under its old name only), and
 // a file whose name was never made durable is gone with all its bytes.
-// Directories created with MkdirAll are durable at once. The bytes a name
+// A directory created with MkdirAll follows the same rule: it survives once
+// its parent was synced after it was made, and a directory that does not
+// survive takes everything under it. The bytes a name
 // keeps are those of the file it named at that SyncDir, as of the crash,
 // chosen by o.Mode. Locks are not carried over (the process died).
 //
@@ -320,12 +344,18 @@ func (m *MemFS) CrashCloneWith(o CrashOptions) *MemFS {
 	defer m.mu.Unlock()
 	c := NewMem()
 	for d := range m.dirs {
-		c.dirs[d] = true
+		if m.survives(d) {
+			c.dirs[d] = true
+			c.durableDirs[d] = true
+		}
 	}
 	// Sorted, so the random choices do not depend on map order.
 	names := slices.Sorted(maps.Keys(m.durable))
 	rng := rand.New(rand.NewPCG(o.Seed, 0x5ba1e))
 	for _, name := range names {
+		if !c.dirs[dirOf(name)] {
+			continue // its directory is gone
+		}
 		n := m.durable[name]
 		n.mu.Lock()
 		data := crashData(n.data, n.synced, n.syncedLen, o.Mode, rng)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -288,6 +289,37 @@ func TestCrashNames(t *testing.T) {
 		if c.String() != c.CrashCloneWith(CrashOptions{Mode: mode, Seed: 2}).String() {
 			t.Fatalf("mode %d: cloning a clone lost bytes", mode)
 		}
+	}
+}
+
+// TestCrashDirs: a directory made by MkdirAll survives a crash only once
+// the directory holding it was synced after it was made, and one that does
+// not survive takes its files, synced or not, and its subdirectories.
+func TestCrashDirs(t *testing.T) {
+	fs := NewMem()
+	must(t, fs.MkdirAll("kept/inner", 0o755))
+	must(t, fs.SyncDir(""))
+	must(t, fs.SyncDir("kept"))
+	must(t, fs.MkdirAll("lost/inner", 0o755))
+	must(t, fs.SyncDir("lost")) // its own entry is in the root, never synced
+	for _, name := range []string{"kept/inner/f", "lost/inner/f"} {
+		f, err := fs.Create(name)
+		must(t, err)
+		_, err = f.Write(make([]byte, 10))
+		must(t, err)
+		must(t, f.Sync())
+		must(t, f.Close())
+		must(t, fs.SyncDir(path.Dir(name)))
+	}
+	c := fs.CrashClone()
+	if names, err := c.List(""); err != nil || strings.Join(names, ",") != "kept" {
+		t.Fatalf("crash kept %v (%v) in the root, want [kept]", names, err)
+	}
+	if got := readAll(t, c, "kept/inner/f"); len(got) != 10 {
+		t.Fatalf("kept/inner/f came back with %d bytes, want its 10 synced", len(got))
+	}
+	if _, err := c.Stat("lost/inner/f"); err == nil {
+		t.Fatal("lost/inner/f survived, though lost's entry was never synced")
 	}
 }
 
