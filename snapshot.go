@@ -8,11 +8,11 @@ import (
 
 // Snapshot is a fixed point in the store's history: reads through it see
 // every write that had returned when it was taken and none begun after it;
-// a write in flight at that moment is seen whole or not at all. Compactions keep
-// every version a live snapshot can see. Close it when done, or those
-// versions are kept forever. A Snapshot is for one goroutine at a time.
-// Closing the DB releases the snapshots still open, which then return
-// ErrClosed.
+// a write in flight at that moment is seen whole or not at all.
+// Compactions keep every version a live snapshot can see. Close it when
+// done, or those versions are kept forever. A Snapshot is for one
+// goroutine at a time. Closing the DB releases the snapshots still open,
+// which then return ErrClosed.
 type Snapshot struct {
 	db     *DB
 	seq    base.SeqNum

@@ -266,6 +266,11 @@ func (m *MemFS) SyncDir(dir string) error {
 			m.durable[name] = n
 		}
 	}
+	for d := range m.durableDirs {
+		if d != "." && dirOf(d) == dir && !m.dirs[d] {
+			delete(m.durableDirs, d)
+		}
+	}
 	for d := range m.dirs {
 		if d != "." && dirOf(d) == dir {
 			m.durableDirs[d] = true
@@ -332,18 +337,18 @@ func (m *MemFS) CrashClone() *MemFS { return m.CrashCloneWith(CrashOptions{}) }
 // SyncDir of its directory is undone (a removed file comes back with the
 // synced bytes it had; a renamed one is found under its old name only), and
 // a file whose name was never made durable is gone with all its bytes.
-// A directory created with MkdirAll follows the same rule: it survives once
-// its parent was synced after it was made, and a directory that does not
-// survive takes everything under it. The bytes a name
-// keeps are those of the file it named at that SyncDir, as of the crash,
-// chosen by o.Mode. Locks are not carried over (the process died).
+// Directories follow the same rule: one made with MkdirAll survives once
+// its parent was synced after it was made (one removed, until then), and a
+// directory that does not survive takes everything under it. The bytes a
+// name keeps are those of the file it named at that SyncDir, as of the
+// crash, chosen by o.Mode. Locks are not carried over (the process died).
 //
 // In the clone every byte is synced, so cloning the clone keeps it whole.
 func (m *MemFS) CrashCloneWith(o CrashOptions) *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := NewMem()
-	for d := range m.dirs {
+	for d := range m.durableDirs {
 		if m.survives(d) {
 			c.dirs[d] = true
 			c.durableDirs[d] = true

@@ -321,6 +321,18 @@ func TestCrashDirs(t *testing.T) {
 	if _, err := c.Stat("lost/inner/f"); err == nil {
 		t.Fatal("lost/inner/f survived, though lost's entry was never synced")
 	}
+
+	// A removal is undone until the parent is synced.
+	must(t, fs.MkdirAll("gone", 0o755))
+	must(t, fs.SyncDir(""))
+	must(t, fs.Remove("gone"))
+	if _, err := fs.CrashClone().Stat("gone"); err != nil {
+		t.Fatalf("an unsynced removal of gone stayed after a crash: %v", err)
+	}
+	must(t, fs.SyncDir(""))
+	if _, err := fs.CrashClone().Stat("gone"); err == nil {
+		t.Fatal("gone came back after a crash, though its removal was synced")
+	}
 }
 
 // TestErrorFSOps: every operation an ErrorFS wraps can be failed, and a
