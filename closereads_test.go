@@ -88,13 +88,7 @@ func TestCloseDuringReads(t *testing.T) {
 			}
 		}
 		db.Close() // its error counts the iterators and snapshots left open
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			t.Fatal("readers did not stop within a minute of Close")
-		}
+		withTimeout(t, time.Minute, "the readers, after Close,", wg.Wait)
 		errs.check(t)
 	}
 }

@@ -297,13 +297,7 @@ func runConcurrentReadModel(t *testing.T, o Options, ops int) {
 		}
 	}
 	close(done)
-	finished := make(chan struct{})
-	go func() { readers.Wait(); close(finished) }()
-	select {
-	case <-finished:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("readers did not stop within two minutes of being told to")
-	}
+	withTimeout(t, 2*time.Minute, "the readers, told to stop,", readers.Wait)
 	errs.check(t)
 	m := db.Metrics()
 	t.Logf("flushes %d, compactions %d, table reopens %d, row cache hits %d", m.Flushes, m.Compactions, m.TableCacheReopens, m.RowCacheHits)
