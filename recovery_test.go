@@ -670,27 +670,32 @@ func TestOpenMakesNewDirectoryDurable(t *testing.T) {
 	}
 }
 
-// TestWALVersionDamaged: damage to the version field of the LOG fragment
-// of a WAL of one block, closed cleanly, fails Open with ErrCorruption
-// naming it. The reader used to take a salt only from a LOG fragment whose
-// version still read 2, found no claim, and cut the whole log off as a
-// torn tail: Open then returned the values the WAL's writes had replaced.
-func TestWALVersionDamaged(t *testing.T) {
-	fs := vfs.NewMem()
-	db := mustOpen(t, "db", &Options{FS: fs})
-	putN(t, db, 0, 10, "old")
-	if err := db.Flush(); err != nil {
-		t.Fatal(err)
+// TestWALHeaderDamaged: damage to any byte of the LOG fragment (checksum,
+// length, type, version, salt) of a WAL of one block, closed cleanly, fails
+// Open with ErrCorruption naming it. The reader used to cut the whole log
+// off as a torn tail, and Open returned the values the WAL's writes had
+// replaced: first when the version was damaged (it then took no salt, so
+// found no claim), then when the salt was (every seal fails, and no later
+// block held a claim to find unsealed).
+func TestWALHeaderDamaged(t *testing.T) {
+	for b := 0; b < 19; b++ {
+		fs := vfs.NewMem()
+		db := mustOpen(t, "db", &Options{FS: fs})
+		putN(t, db, 0, 10, "old")
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		putN(t, db, 0, 10, "new")
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		log := newestOf(t, fs, "db", fileTypeLog)
+		data := readFile(t, fs, log)
+		data[b] ^= 0x01
+		writeFile(t, fs, log, data)
+		t.Logf("byte %d flipped", b)
+		wantOpenCorruption(t, fs, log)
 	}
-	putN(t, db, 0, 10, "new")
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	log := newestOf(t, fs, "db", fileTypeLog)
-	b := readFile(t, fs, log)
-	b[7] ^= 0x01 // the version field, after the 7-byte header
-	writeFile(t, fs, log, b)
-	wantOpenCorruption(t, fs, log)
 }
 
 // TestRecoveryFailsAtEveryOp: an Open recovering a WAL with a torn tail

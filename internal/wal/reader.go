@@ -58,16 +58,17 @@ import (
 // reads (damage to the version leaves the salt intact), and sealed COMMIT
 // or END fragments are looked for as above: a seal made with another salt
 // never matches, so a damaged salt, or the zeros of a page never written,
-// finds none. Failing that,
-// the claims are the COMMIT and END fragments on the chains of intact
-// fragments that start at the later block starts, seals unchecked (the
-// package doc says why that is sound). The log is taken as version 2 if a
-// sealed claim, or an intact fragment of a version 2 type on those chains,
-// is found, else as version 1. (The first payload bytes of a version 1 log
-// could pass for a version field and a salt, and a value could then hold a
-// claim sealed with them: a damaged first record of a version 1 log could
-// read as corruption rather than a torn tail, a false alarm in a format no
-// longer written, never lost data.)
+// finds none. Failing that, the claims are the COMMIT and END fragments on
+// the chains of intact fragments that start at offset 19 (after a LOG
+// fragment) and at the later block starts, seals unchecked (the package
+// doc says why that is sound). The log is taken as version 2 if a sealed
+// claim, a claim on the chain from offset 19, or an intact fragment of a
+// version 2 type on the chains from block starts is found, else as version
+// 1. (In a version 1 log, the first payload bytes could pass for a version
+// field and a salt, and a value could then hold a claim sealed with them,
+// or an intact COMMIT at offset 19: a damaged first record of a version 1
+// log could read as corruption rather than a torn tail, a false alarm in a
+// format no longer written, never lost data.)
 //
 // After Next returns io.EOF, TornTail says whether the log ended in a torn
 // tail and where the intact log ends, for the DB to report.
@@ -386,10 +387,21 @@ func (r *Reader) damaged(off int64, reason string) error {
 		salt, salted = r.saltField()
 	}
 	var found *claim                               // the first sealed COMMIT or END after off that claims a sync past it
-	var chained *claim                             // version 0: the same on the chains from later block starts, unsealed
+	var chained *claim                             // version 0: the same on the chains from fixed headers, unsealed
 	sawV2 := false                                 // version 0: a version 2 fragment follows off
 	var v1Start int64 = -1                         // version 0 or 1: the first intact version 1 record start after off
 	zeros := isZero(r.block[off-r.blockOff : r.n]) // so far, only zeros from off on
+	if r.version == 0 && off == 0 {
+		// The first fragment is bad: in a version 2 log that is the LOG
+		// fragment, whose fixed size puts a header the writer wrote at
+		// offset logSize. Its chain is not counted as sign of version 2:
+		// in a version 1 log it starts in payload bytes.
+		r.chain(logSize, func(c claim) {
+			if chained == nil && c.synced > off {
+				chained = &c
+			}
+		})
+	}
 	for p := int(off-r.blockOff) + 1; ; p = 0 {
 		if salted {
 			found = r.sealedClaim(p, off, salt)
@@ -398,7 +410,7 @@ func (r *Reader) damaged(off int64, reason string) error {
 			v1Start = r.v1RecordStart(p)
 		}
 		if r.version == 0 && p == 0 {
-			r.chain(func(c claim) {
+			r.chain(0, func(c claim) {
 				sawV2 = true
 				if chained == nil && c.off > off && c.synced > off {
 					chained = &c
@@ -491,12 +503,12 @@ var (
 	endTag    = [3]byte{endSize - headerSize, 0, typeEnd}
 )
 
-// chain follows the chain of intact fragments from the start of the current
-// block, calls note for each version 2 fragment on it (with its synced
-// offset, if it is a COMMIT or END, else -1), and stops at the first bad
-// fragment or the end of the block.
-func (r *Reader) chain(note func(claim)) {
-	for p := 0; p < r.n && blockSize-p >= commitSize; {
+// chain follows the chain of intact fragments from block offset p of the
+// current block, calls note for each version 2 fragment on it (with its
+// synced offset, if it is a COMMIT or END, else -1), and stops at the first
+// bad fragment or the end of the block.
+func (r *Reader) chain(p int, note func(claim)) {
+	for p < r.n && blockSize-p >= commitSize {
 		typ, payload, bad := parse(r.block[:r.n], p)
 		if bad != "" {
 			return

@@ -107,15 +107,14 @@ func (s sample) cleanCut(c int) bool {
 }
 
 // claim returns the offset of a COMMIT or END that a reader finds after
-// damage to byte b of the fragment at offset o and that records a sync past
-// o, or -1 if there is none. Every COMMIT and END after o counts, except
-// when the damage hit the salt of the LOG fragment: then only those on the
-// chains from later block starts (all of a later block's fragments, in a
-// well-formed log) count.
-func (s sample) claim(o, b int) int {
-	saltLost := o == 0 && !s.v1() && b >= headerSize+4 && b < logSize
+// damage to the fragment at offset o and that records a sync past o, or -1
+// if there is none. Every COMMIT and END after o counts: with the salt
+// intact by its seal, and with the LOG fragment's salt damaged as one on
+// the chain from the header after the LOG fragment or from a later block
+// start (in a log damaged only there, those chains hold every fragment).
+func (s sample) claim(o int) int {
 	for _, f := range s.frags {
-		if f.isCommit() && f.off > o && f.synced() > o && (!saltLost || f.off >= blockSize) {
+		if f.isCommit() && f.off > o && f.synced() > o {
 			return f.off
 		}
 	}
@@ -286,8 +285,8 @@ func lastRecord(s sample) int {
 // flip in the last record is a torn tail and anywhere else corruption at the
 // damaged record. In a version 2 log a flip in the fragment at offset o is
 // corruption at o if a COMMIT or END anywhere after o records a sync past o
-// (only one in a later block, if the flip hit the LOG fragment's salt),
-// and a torn tail otherwise: every flip in synced bytes that a later
+// (found by its seal, or, if the flip hit the LOG fragment's salt, on the
+// chains of fragments from fixed headers), and a torn tail otherwise: every flip in synced bytes that a later
 // COMMIT or END claims is reported, wherever it lies. In every case the
 // records read before the end are exactly the records written before the
 // damage.
@@ -393,11 +392,11 @@ func (s sample) checkFlips(t *testing.T, stride int) {
 					what, res.err, testFile, k, s.spans[k].start, s.spans[k].end)
 			}
 			corrupt++
-		case s.claim(hit.off, fl.off) >= 0:
+		case s.claim(hit.off) >= 0:
 			checkRecords(t, what, res.records, s.records[:k])
 			if !isCorrupt || ce.File != testFile || ce.Offset != int64(hit.off) {
 				t.Fatalf("%s: ended with %v; want corruption in %s at offset %d (the COMMIT or END at %d claims it synced)",
-					what, res.err, testFile, hit.off, s.claim(hit.off, fl.off))
+					what, res.err, testFile, hit.off, s.claim(hit.off))
 			}
 			corrupt++
 		default:

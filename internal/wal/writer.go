@@ -149,17 +149,20 @@
 // (the salt maps one-to-one onto the seal), so this finds claims only when
 // the salt is intact, and never invents one (nor does the zero salt of a
 // log whose first page never reached the disk). If that finds no claim, it falls back
-// on the fragments the writer put at fixed places: at the start of every
-// block after block 0 (the writer starts every block with a fragment) it
-// follows the chain of intact fragments, each one's length giving the next
-// one's offset, until a bad fragment or the end of the block, and takes a
-// COMMIT or END on a chain as a claim without checking its seal. That is
-// sound without the salt, since a chain starts at a header the writer wrote
-// and steps from header to header, never into payload bytes; a file system
-// that left stale bytes of another file at a block start, rather than
-// zeros, could give a false alarm there, never lost data. Its limit: damage
-// to the LOG fragment's salt in a log of one block, or whose later blocks
-// hold no claim, reads as a torn tail.
+// on the fragments the writer put at fixed places: at offset 19, just after
+// the LOG fragment (whose size is fixed), and at the start of every block
+// after block 0 (the writer starts every block with a fragment), it follows
+// the chain of intact fragments, each one's length giving the next one's
+// offset, until a bad fragment or the end of the block, and takes a COMMIT
+// or END on a chain as a claim without checking its seal. That is sound
+// without the salt, since a chain starts at a header the writer wrote and
+// steps from header to header, never into payload bytes; a file system
+// that left stale bytes of another file there, rather than zeros, could
+// give a false alarm, never lost data. So damage to the salt is reported
+// whenever a claim past offset 0 survives on those chains; what still
+// reads as a torn tail is damage to the salt of a log never synced (which
+// a torn first write could leave) or damage that also breaks the chains
+// before their claims.
 //
 // # Version 1 (read, no longer written)
 //
