@@ -39,13 +39,16 @@ func FuzzReader(f *testing.F) {
 	f.Add(appendFragment(nil, 12, []byte("future")))
 	f.Add(appendFragment(nil, typeLog, []byte{3, 0, 0, 0}))
 
-	// A synced log of two blocks with its salt, or its LOG header, damaged.
-	two := groupedLog(f, sizedRecords(100, 40000, 10), []int{1, 1, 1}, true, false)
-	for _, b := range []int{2, headerSize + 5} {
-		damaged := bytes.Clone(two)
-		damaged[b] ^= 1
-		f.Add(damaged)
-		f.Add(damaged[:len(damaged)-30])
+	// Synced logs of two blocks and of one with their salt, or their LOG
+	// header, damaged.
+	for _, sizes := range [][]int{{100, 40000, 10}, {100, 200, 10}} {
+		synced := groupedLog(f, sizedRecords(sizes...), []int{1, 1, 1}, true, false)
+		for _, b := range []int{2, headerSize + 5} {
+			damaged := bytes.Clone(synced)
+			damaged[b] ^= 1
+			f.Add(damaged)
+			f.Add(damaged[:len(damaged)-30])
+		}
 	}
 	// A record holding a COMMIT sealed for the offset where it lands, with
 	// the log's salt (as only the Writer could make) and with another, the
