@@ -43,8 +43,15 @@ type shell struct {
 // errQuit is what quit returns to end the session.
 var errQuit = errors.New("quit")
 
-// loadBatchSize is how many writes load puts in one batch.
-const loadBatchSize = 1000
+// loadBatchSize is how many writes load puts in one batch, and
+// loadBatchBytes how many bytes of keys and values at most (for long
+// values, so that a batch's memory stays small); maxLoadSize bounds its
+// keysize and valsize, since load makes test data, not large values.
+const (
+	loadBatchSize  = 1000
+	loadBatchBytes = 64 << 20
+	maxLoadSize    = 1 << 20
+)
 
 // maxBloomBits bounds `bloom BITS`: past it a filter costs memory and buys
 // nothing measurable.
@@ -245,7 +252,7 @@ func init() {
 		{name: "compact", summary: "compact the whole store into the bottom level", run: cmdCompact},
 		{name: "stats", summary: "print the metrics: the tree per level, reads, filters, cache, writes", inBatch: true, run: cmdStats},
 		{name: "load", args: "N [keysize=16] [valsize=100]", summary: "write N random keys and values", min: 1, max: 1, options: []string{"keysize", "valsize"}, run: cmdLoad,
-			detail: "Keys and values are random lowercase letters and digits, written in batches of 1000."},
+			detail: "Keys and values are random lowercase letters and digits, written in batches of 1000 (of at most 64 MiB). keysize and valsize are at most 1 MiB."},
 		{name: "bloom", args: "[on|off|BITS]", summary: "set the Bloom filter of tables written from now on", max: 1, run: cmdBloom,
 			detail: "on is 10 bits/key, off writes no filter, BITS is 1 to 64 bits/key. The setting is an Open option, so the store is closed and reopened; existing tables keep the filters they have until a compaction rewrites them. With no argument, prints the setting."},
 		{name: "policy", args: "[NAME [BITS]] [L0=F ...]", summary: "set the filter policy of tables written from now on", max: 2, options: []string{"L0", "L1", "L2", "L3", "L4", "L5", "L6"}, run: cmdPolicy,
@@ -488,6 +495,10 @@ func cmdLoad(sh *shell, args []string, opts map[string]string) error {
 	if err != nil {
 		return err
 	}
+	if keySize > maxLoadSize || valSize > maxLoadSize {
+		return fmt.Errorf("keysize and valsize: at most %d (put writes a longer value)", maxLoadSize)
+	}
+	perBatch := min(loadBatchSize, loadBatchBytes/(keySize+valSize))
 	var bar *progressbar.ProgressBar
 	if sh.interactive {
 		bar = progressbar.NewOptions(n, progressbar.OptionSetWriter(sh.out),
@@ -499,7 +510,7 @@ func cmdLoad(sh *shell, args []string, opts map[string]string) error {
 	key, val := make([]byte, keySize), make([]byte, valSize)
 	for done := 0; done < n; {
 		b.Reset()
-		m := min(loadBatchSize, n-done)
+		m := min(perBatch, n-done)
 		for range m {
 			sh.randomize(key)
 			sh.randomize(val)
