@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -606,4 +607,126 @@ func TestCheckRepairAfterNoSyncCrash(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCheckAfterFailedFirstOpen: a first Open that fails before it writes
+// CURRENT leaves an empty WAL and a MANIFEST, which the next Open removes
+// before it starts afresh. Check used to call that a store that lost its
+// CURRENT; it must find no store there, not corruption.
+func TestCheckAfterFailedFirstOpen(t *testing.T) {
+	leftovers := 0
+	for i := int64(0); ; i++ {
+		mem := vfs.NewMem()
+		efs := vfs.NewErrorFS(mem)
+		efs.SetInjector((&vfs.IndexInjector{Index: i, Persistent: true}).Inject)
+		db, err := Open("db", &Options{FS: efs})
+		if err == nil {
+			db.Close()
+			break
+		}
+		if _, err := mem.Stat("db"); err != nil {
+			continue // failed before it made the directory
+		}
+		names, err := mem.List("db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(names) > 0 {
+			leftovers++
+		}
+		cerr := Check("db", &Options{FS: processCrash(t, mem, "db")})
+		db, oerr := Open("db", &Options{FS: processCrash(t, mem, "db")})
+		if oerr != nil {
+			t.Fatalf("operation %d failed, leaving %v: Open: %v", i, names, oerr)
+		}
+		db.Close()
+		switch created := slices.Contains(names, "CURRENT"); {
+		case created && cerr != nil:
+			t.Errorf("operation %d failed after CURRENT was written, leaving %v: Check: %v", i, names, cerr)
+		case !created && (cerr == nil || errors.Is(cerr, ErrCorruption)):
+			t.Errorf("operation %d failed, leaving %v, which Open takes for a new store: Check: %v; want no store found", i, names, cerr)
+		}
+	}
+	if leftovers == 0 {
+		t.Fatal("no failed first Open left a file")
+	}
+}
+
+// dirImage returns every file and directory under dir: its mode, time of
+// last change, and bytes.
+func dirImage(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	img := map[string]string{}
+	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		var b []byte
+		if !info.IsDir() {
+			if b, err = os.ReadFile(p); err != nil {
+				return err
+			}
+		}
+		img[p] = fmt.Sprintf("%v %d %x", info.Mode(), info.ModTime().UnixNano(), b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// TestCheckChangesNothing: Check leaves a store that a process crash left
+// (mapped WAL with its zero tail, tables of flushes and compactions, files
+// not yet deleted) byte for byte as it was, consistent or damaged.
+func TestCheckChangesNothing(t *testing.T) {
+	if dir := os.Getenv("SHALE_CHECK_CRASH_CHILD"); dir != "" {
+		db, err := Open(dir, &Options{MemTableSize: 64 << 10, NoSync: true})
+		if err != nil {
+			panic(err)
+		}
+		putNumbered(t, db, 5000)
+		os.Exit(0) // without Close: a process crash
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCheckChangesNothing$")
+	cmd.Env = append(os.Environ(), "SHALE_CHECK_CRASH_CHILD="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	check := func(wantProblems bool) {
+		t.Helper()
+		before := dirImage(t, dir)
+		err := Check(dir, nil)
+		if (err != nil) != wantProblems {
+			t.Fatalf("Check: %v", err)
+		}
+		after := dirImage(t, dir)
+		for name, img := range before {
+			if after[name] != img {
+				t.Errorf("Check changed %s", name)
+			}
+		}
+		for name := range after {
+			if _, ok := before[name]; !ok {
+				t.Errorf("Check created %s", name)
+			}
+		}
+	}
+	check(false)
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	for _, table := range tables { // live or left over, each damaged
+		b, err := os.ReadFile(table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) == 0 {
+			continue // a table the crash cut off before its first write
+		}
+		b[len(b)/2] ^= 0x40
+		if err := os.WriteFile(table, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(true)
 }
