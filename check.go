@@ -99,10 +99,19 @@ func offlineDB(dir string, o Options) *DB {
 }
 
 // lockClosed takes the LOCK of the store in db.dir, which must exist (it is
-// not created), for Check and Repair.
+// not created), for Check and Repair. A directory holding no file named as
+// a store's is refused before the lock, which would create a LOCK file in
+// it: a mistyped path gets no file.
 func (db *DB) lockClosed() (io.Closer, error) {
 	if _, err := db.fs.Stat(db.dir); err != nil {
 		return nil, err
+	}
+	names, err := db.fs.List(db.dir)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(names, func(name string) bool { _, _, ok := parseFileName(name); return ok }) {
+		return nil, errors.New("no store here (no file of a store)")
 	}
 	return db.fs.Lock(db.fileName(fileTypeLock, 0))
 }

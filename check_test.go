@@ -730,3 +730,25 @@ func TestCheckChangesNothing(t *testing.T) {
 	}
 	check(true)
 }
+
+// TestCheckRepairLeaveOtherDirectories: Check and Repair of a directory
+// that holds no store (a mistyped path, say a home directory) refuse it
+// without leaving a LOCK file behind, as they used to.
+func TestCheckRepairLeaveOtherDirectories(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]func(string, *Options) error{"Check": Check, "Repair": Repair} {
+		if err := f(dir, nil); err == nil || errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), "no store here") {
+			t.Errorf("%s of a directory with no store: %v, want no store found", name, err)
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 1 {
+			t.Errorf("%s left %v in a directory that held notes.txt alone", name, entries)
+		}
+	}
+}
