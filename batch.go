@@ -38,16 +38,22 @@ const batchHeaderLen = 12
 type Batch struct {
 	data  []byte
 	count uint32
+	// longest is the largest len(key)+len(value) of an entry (a range
+	// deletion's start and end), which the DB checks before committing.
+	longest int
 }
 
 // NewBatch returns an empty batch. db may be nil; the batch is not tied to
 // the DB that made it.
 func (db *DB) NewBatch() *Batch { return &Batch{} }
 
-// grow readies the batch for an entry of at most n bytes: it writes the
-// header of an empty batch and makes room for the entry, allocating at most
-// once, and not at all while the buffer (kept by Reset) is large enough.
-func (b *Batch) grow(n int) {
+// grow readies the batch for an entry of key and value (or end): it notes
+// the entry's length, writes the header of an empty batch and makes room
+// for the entry, allocating at most once, and not at all while the buffer
+// (kept by Reset) is large enough.
+func (b *Batch) grow(key, value []byte) {
+	b.longest = max(b.longest, len(key)+len(value))
+	n := entrySize(key, value)
 	if len(b.data) == 0 {
 		if cap(b.data) < batchHeaderLen+n {
 			b.data = make([]byte, 0, max(64, batchHeaderLen+n))
@@ -66,7 +72,7 @@ func entrySize(key, value []byte) int {
 
 // Put records that key is set to value. Both are copied.
 func (b *Batch) Put(key, value []byte) {
-	b.grow(entrySize(key, value))
+	b.grow(key, value)
 	b.data = append(b.data, byte(base.KindSet))
 	b.data = binary.AppendUvarint(b.data, uint64(len(key)))
 	b.data = append(b.data, key...)
@@ -77,7 +83,7 @@ func (b *Batch) Put(key, value []byte) {
 
 // Delete records that key is deleted. It is copied.
 func (b *Batch) Delete(key []byte) {
-	b.grow(entrySize(key, nil))
+	b.grow(key, nil)
 	b.data = append(b.data, byte(base.KindDelete))
 	b.data = binary.AppendUvarint(b.data, uint64(len(key)))
 	b.data = append(b.data, key...)
@@ -92,7 +98,7 @@ func (b *Batch) DeleteRange(start, end []byte) {
 	if bytes.Compare(start, end) >= 0 {
 		return
 	}
-	b.grow(entrySize(start, end))
+	b.grow(start, end)
 	b.data = append(b.data, byte(base.KindRangeDelete))
 	b.data = binary.AppendUvarint(b.data, uint64(len(start)))
 	b.data = append(b.data, start...)
@@ -111,6 +117,7 @@ func (b *Batch) Len() int { return max(len(b.data), batchHeaderLen) }
 func (b *Batch) Reset() {
 	b.data = b.data[:0]
 	b.count = 0
+	b.longest = 0
 }
 
 func (b *Batch) empty() bool { return b.count == 0 }

@@ -12,7 +12,8 @@ import (
 	"github.com/shale-db/shale/internal/wal"
 )
 
-// Check verifies the closed store in dir without changing it. It takes the
+// Check verifies the closed store in dir without changing it (but for
+// creating its LOCK file if there is none, as Open would). It takes the
 // store's LOCK, so it fails at once, with an error that is not corruption,
 // if the store is open (in this process or another). It returns nil when the
 // store is consistent; otherwise a *CheckError, which matches ErrCorruption,
@@ -42,7 +43,8 @@ import (
 //
 // Files that are not live, tables and WALs a crash left behind before Open
 // could remove them, are leftovers, not problems, and are not read: Open
-// deletes them. When the MANIFEST cannot be read whole, which files are live
+// deletes them. So is what a first Open that failed before it wrote
+// CURRENT leaves (an empty WAL, a MANIFEST): Check then finds no store. When the MANIFEST cannot be read whole, which files are live
 // is unknown, so every table and WAL present is checked instead. The lost/
 // folder Repair writes is not part of the store.
 func Check(dir string, opts *Options) error {
@@ -97,10 +99,19 @@ func offlineDB(dir string, o Options) *DB {
 }
 
 // lockClosed takes the LOCK of the store in db.dir, which must exist (it is
-// not created), for Check and Repair.
+// not created), for Check and Repair. A directory holding no file named as
+// a store's is refused before the lock, which would create a LOCK file in
+// it: a mistyped path gets no file.
 func (db *DB) lockClosed() (io.Closer, error) {
 	if _, err := db.fs.Stat(db.dir); err != nil {
 		return nil, err
+	}
+	names, err := db.fs.List(db.dir)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(names, func(name string) bool { _, _, ok := parseFileName(name); return ok }) {
+		return nil, errors.New("no store here (no file of a store)")
 	}
 	return db.fs.Lock(db.fileName(fileTypeLock, 0))
 }
@@ -158,8 +169,16 @@ func (c *checker) run() error {
 	if err != nil {
 		return err
 	}
-	if !sf.hasCurrent && len(sf.tables) == 0 && len(sf.logs) == 0 {
-		return fmt.Errorf("no store here (no CURRENT, no table, no WAL)")
+	if !sf.hasCurrent {
+		// What a first Open that failed leaves is no store: Open removes it
+		// and starts afresh.
+		_, err := db.failedCreate(sf.names)
+		if err == nil {
+			return errors.New("no store here (no CURRENT, no table, no WAL with records)")
+		}
+		if !errors.Is(err, base.ErrCorruption) {
+			return err
+		}
 	}
 	v, whole, err := c.readManifest(sf.hasCurrent)
 	if err != nil {

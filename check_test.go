@@ -3,10 +3,13 @@ package shale
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -605,5 +608,244 @@ func TestCheckRepairAfterNoSyncCrash(t *testing.T) {
 	wantData(t, db, want)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCheckAfterFailedFirstOpen: a first Open that fails before it writes
+// CURRENT leaves an empty WAL and a MANIFEST, which the next Open removes
+// before it starts afresh. Check used to call that a store that lost its
+// CURRENT; it must find no store there, not corruption.
+func TestCheckAfterFailedFirstOpen(t *testing.T) {
+	leftovers := 0
+	for i := int64(0); ; i++ {
+		mem := vfs.NewMem()
+		efs := vfs.NewErrorFS(mem)
+		efs.SetInjector((&vfs.IndexInjector{Index: i, Persistent: true}).Inject)
+		db, err := Open("db", &Options{FS: efs})
+		if err == nil {
+			db.Close()
+			break
+		}
+		if _, err := mem.Stat("db"); err != nil {
+			continue // failed before it made the directory
+		}
+		names, err := mem.List("db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(names) > 0 {
+			leftovers++
+		}
+		cerr := Check("db", &Options{FS: processCrash(t, mem, "db")})
+		db, oerr := Open("db", &Options{FS: processCrash(t, mem, "db")})
+		if oerr != nil {
+			t.Fatalf("operation %d failed, leaving %v: Open: %v", i, names, oerr)
+		}
+		db.Close()
+		switch created := slices.Contains(names, "CURRENT"); {
+		case created && cerr != nil:
+			t.Errorf("operation %d failed after CURRENT was written, leaving %v: Check: %v", i, names, cerr)
+		case !created && (cerr == nil || errors.Is(cerr, ErrCorruption)):
+			t.Errorf("operation %d failed, leaving %v, which Open takes for a new store: Check: %v; want no store found", i, names, cerr)
+		}
+	}
+	if leftovers == 0 {
+		t.Fatal("no failed first Open left a file")
+	}
+}
+
+// dirImage returns every file and directory under dir: its mode, time of
+// last change, and bytes.
+func dirImage(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	img := map[string]string{}
+	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		var b []byte
+		if !info.IsDir() {
+			if b, err = os.ReadFile(p); err != nil {
+				return err
+			}
+		}
+		img[p] = fmt.Sprintf("%v %d %x", info.Mode(), info.ModTime().UnixNano(), b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// TestCheckChangesNothing: Check leaves a store that a process crash left
+// (mapped WAL with its zero tail, tables of flushes and compactions, files
+// not yet deleted) byte for byte as it was, consistent or damaged.
+func TestCheckChangesNothing(t *testing.T) {
+	if dir := os.Getenv("SHALE_CHECK_CRASH_CHILD"); dir != "" {
+		db, err := Open(dir, &Options{MemTableSize: 64 << 10, NoSync: true})
+		if err != nil {
+			panic(err)
+		}
+		putNumbered(t, db, 5000)
+		os.Exit(0) // without Close: a process crash
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCheckChangesNothing$")
+	cmd.Env = append(os.Environ(), "SHALE_CHECK_CRASH_CHILD="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	check := func(wantProblems bool) {
+		t.Helper()
+		before := dirImage(t, dir)
+		err := Check(dir, nil)
+		if (err != nil) != wantProblems {
+			t.Fatalf("Check: %v", err)
+		}
+		after := dirImage(t, dir)
+		for name, img := range before {
+			if after[name] != img {
+				t.Errorf("Check changed %s", name)
+			}
+		}
+		for name := range after {
+			if _, ok := before[name]; !ok {
+				t.Errorf("Check created %s", name)
+			}
+		}
+	}
+	check(false)
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	for _, table := range tables { // live or left over, each damaged
+		b, err := os.ReadFile(table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) == 0 {
+			continue // a table the crash cut off before its first write
+		}
+		b[len(b)/2] ^= 0x40
+		if err := os.WriteFile(table, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(true)
+}
+
+// TestCheckRepairLeaveOtherDirectories: Check and Repair of a directory
+// that holds no store (a mistyped path, say a home directory) refuse it
+// without leaving a LOCK file behind, as they used to.
+func TestCheckRepairLeaveOtherDirectories(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]func(string, *Options) error{"Check": Check, "Repair": Repair} {
+		if err := f(dir, nil); err == nil || errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), "no store here") {
+			t.Errorf("%s of a directory with no store: %v, want no store found", name, err)
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 1 {
+			t.Errorf("%s left %v in a directory that held notes.txt alone", name, entries)
+		}
+	}
+}
+
+// readsWhole opens the store in fs, reads every entry, looks up every key
+// putNumbered writes, compacts and closes it, and returns the first error.
+func readsWhole(fs vfs.FS, keys int) (err error) {
+	db, err := Open("db", &Options{FS: fs})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, db.Close()) }()
+	it := db.NewIter(nil)
+	for ok := it.First(); ok; ok = it.Next() {
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	for i := range keys {
+		if _, err := db.Get(fmt.Appendf(nil, "key%03d", i)); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+	}
+	return db.Compact()
+}
+
+// TestCheckFindsWhatOpenMeets flips one bit at a time at random offsets of
+// every file of a store, closed cleanly or crashed with writes in its WAL.
+// Whenever Open, a full scan, Gets or a compaction then fail, Check must
+// have reported a problem; when Check reports none and all of those
+// succeed, the store must hold what it held.
+func TestCheckFindsWhatOpenMeets(t *testing.T) {
+	const keys = 1500
+	for _, crash := range []bool{false, true} {
+		mem := vfs.NewMem()
+		db := mustOpen(t, "db", &Options{FS: mem, MemTableSize: 32 << 10})
+		putNumbered(t, db, keys)
+		for i := range keys / 10 {
+			if err := db.Delete(fmt.Appendf(nil, "key%03d", i*3)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.DeleteRange([]byte("key1000"), []byte("key1100")); err != nil {
+			t.Fatal(err)
+		}
+		var image *vfs.MemFS
+		if crash {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			putNumbered(t, db, 100) // in the WAL only
+			image = processCrash(t, mem, "db")
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !crash {
+			image = processCrash(t, mem, "db")
+		}
+		if err := Check("db", &Options{FS: image}); err != nil {
+			t.Fatalf("crash %v: Check before any damage: %v", crash, err)
+		}
+		want := memKeys(t, processCrash(t, image, "db"))
+		names, err := image.List("db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(uint64(len(names)), 7))
+		caught := 0
+		for _, name := range names {
+			info, err := image.Stat("db/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name == "LOCK" || info.Size() == 0 {
+				continue
+			}
+			for range 20 {
+				off := rng.Int64N(info.Size())
+				fs := processCrash(t, image, "db")
+				flipMem(t, fs, "db/"+name, off)
+				cerr := Check("db", &Options{FS: fs})
+				rerr := readsWhole(processCrash(t, fs, "db"), keys)
+				switch {
+				case cerr != nil:
+					caught++
+				case rerr != nil:
+					t.Errorf("crash %v, %s bit flipped at %d: Check found nothing, but %v", crash, name, off, rerr)
+				case !maps.Equal(memKeys(t, processCrash(t, fs, "db")), want):
+					t.Errorf("crash %v, %s bit flipped at %d: Check found nothing, and the store's data changed", crash, name, off)
+				}
+			}
+		}
+		if caught == 0 {
+			t.Errorf("crash %v: Check found none of the flipped bits", crash)
+		}
 	}
 }

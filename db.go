@@ -291,6 +291,10 @@ func (db *DB) applyPooled(b *Batch) error {
 // Apply writes the batch atomically: after a crash, either all of it or none
 // of it is there. The batch may be reused once Apply returns.
 //
+// A batch with an entry whose key and value (a range deletion's start and
+// end) together pass 256 MiB - 8 bytes is refused whole, with an error and
+// nothing written: a table could not hold it.
+//
 // If the WAL cannot be written or synced, or a flush or compaction fails,
 // the DB stops taking writes: this and every later write returns that
 // error (reads go on). Close and reopen to recover from the WAL.
@@ -315,6 +319,10 @@ func (db *DB) ApplyWithOptions(b *Batch, o WriteOptions) error {
 	defer db.leave()
 	if b == nil || b.empty() {
 		return nil
+	}
+	if b.longest+base.TrailerLen > sstable.MaxEntryLen {
+		return fmt.Errorf("shale: a batch entry of %d bytes (key and value) is longer than the %d a table holds; nothing was written",
+			b.longest, sstable.MaxEntryLen-base.TrailerLen)
 	}
 	return db.commit(b, o.Sync, false)
 }

@@ -290,13 +290,29 @@ func (db *DB) startLogAndManifest(v *manifest.Version, edit *manifest.VersionEdi
 	return nv, db.createManifest(nv, edit)
 }
 
-// clearFailedCreate prepares a directory without CURRENT for a new store.
-// A first Open that crashed before it wrote CURRENT leaves an empty WAL and
-// a MANIFEST behind; no write was ever acknowledged there (Open had not
-// returned), so they are removed. Anything else of a store's, a table or a
-// WAL with records, means CURRENT was lost: that is not a store to start
-// afresh over.
+// clearFailedCreate prepares a directory without CURRENT, holding names,
+// for a new store: it removes the leftovers failedCreate finds, or returns
+// its error.
 func (db *DB) clearFailedCreate(names []string) error {
+	leftovers, err := db.failedCreate(names)
+	if err != nil {
+		return err
+	}
+	for _, path := range leftovers {
+		if err := db.fs.Remove(path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// failedCreate sorts the files (names) of a directory without CURRENT. A
+// first Open that crashed before it wrote CURRENT leaves an empty WAL and
+// a MANIFEST behind; no write was ever acknowledged there (Open had not
+// returned), so they are leftovers, whose paths it returns. Anything else
+// of a store's, a table or a WAL with records, means CURRENT was lost: that
+// is not a store to start afresh over, and it returns a corruption error.
+func (db *DB) failedCreate(names []string) ([]string, error) {
 	var leftovers []string
 	for _, name := range names {
 		t, _, ok := parseFileName(name)
@@ -308,21 +324,16 @@ func (db *DB) clearFailedCreate(names []string) error {
 		if t == fileTypeLog {
 			info, err := db.fs.Stat(path)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			empty = info.Size() == 0
 		}
 		if t == fileTypeTable || t == fileTypeLog && !empty {
-			return base.CorruptionErrorf(path, -1, "%s has no CURRENT, but holds %s", db.dir, name)
+			return nil, base.CorruptionErrorf(path, -1, "%s has no CURRENT, but holds %s", db.dir, name)
 		}
 		leftovers = append(leftovers, path)
 	}
-	for _, path := range leftovers {
-		if err := db.fs.Remove(path); err != nil {
-			return err
-		}
-	}
-	return nil
+	return leftovers, nil
 }
 
 // newestLog returns the index in nums (WAL numbers, oldest first) of the

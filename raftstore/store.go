@@ -181,8 +181,9 @@ func (s *Store) StoreLog(log *raft.Log) error {
 	return s.StoreLogs([]*raft.Log{log})
 }
 
-// StoreLogs stores the entries in one atomic, synced batch. An entry whose
-// Data or Extensions is 4 GiB or more is refused, and then none is stored.
+// StoreLogs stores the entries in one atomic, synced batch. An entry longer
+// than shale takes (about 256 MiB of Data and Extensions together, see
+// shale's "Known limits") is refused, and then none is stored.
 func (s *Store) StoreLogs(logs []*raft.Log) error {
 	b := s.db.NewBatch()
 	for _, l := range logs {

@@ -319,3 +319,29 @@ func TestCorruptLogValue(t *testing.T) {
 		t.Errorf("LastIndex on a 2-byte log key: %v; want corruption", err)
 	}
 }
+
+// TestTooLargeEntryRefused: a batch holding an entry longer than a shale
+// table takes is refused whole, and the store goes on taking writes and
+// reopens. Before shale refused such a write it was acknowledged, and
+// every later write, and every Open of the store, failed.
+func TestTooLargeEntryRefused(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := &raft.Log{Index: 2, Term: 1, Type: raft.LogCommand, Data: make([]byte, 1<<28)}
+	if err := s.StoreLogs([]*raft.Log{entry(1), big}); err == nil {
+		t.Fatal("StoreLogs of a 256 MiB entry: no error")
+	}
+	checkBounds(t, s, 0, 0)
+	storeRange(t, s, 1, 3)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkBounds(t, s, 1, 3)
+}

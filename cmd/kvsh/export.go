@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/shale-db/shale"
@@ -24,6 +25,9 @@ func cmdExportFilter(sh *shell, args []string, opts map[string]string) error {
 			return fmt.Errorf("p: want a false-positive rate between 0 and 1, such as 0.01, not %s", shale.FormatKey([]byte(s)))
 		}
 		p = v
+	}
+	if sameDir(filepath.Dir(args[0]), sh.dir) {
+		return fmt.Errorf("%s is in the store's directory, where a file may be the store's: write the filter elsewhere", shale.FormatKey([]byte(args[0])))
 	}
 	var lower, upper []byte
 	if len(args) > 1 {

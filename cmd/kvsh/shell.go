@@ -43,8 +43,15 @@ type shell struct {
 // errQuit is what quit returns to end the session.
 var errQuit = errors.New("quit")
 
-// loadBatchSize is how many writes load puts in one batch.
-const loadBatchSize = 1000
+// loadBatchSize is how many writes load puts in one batch, and
+// loadBatchBytes how many bytes of keys and values at most (for long
+// values, so that a batch's memory stays small); maxLoadSize bounds its
+// keysize and valsize, since load makes test data, not large values.
+const (
+	loadBatchSize  = 1000
+	loadBatchBytes = 64 << 20
+	maxLoadSize    = 1 << 20
+)
 
 // maxBloomBits bounds `bloom BITS`: past it a filter costs memory and buys
 // nothing measurable.
@@ -245,7 +252,7 @@ func init() {
 		{name: "compact", summary: "compact the whole store into the bottom level", run: cmdCompact},
 		{name: "stats", summary: "print the metrics: the tree per level, reads, filters, cache, writes", inBatch: true, run: cmdStats},
 		{name: "load", args: "N [keysize=16] [valsize=100]", summary: "write N random keys and values", min: 1, max: 1, options: []string{"keysize", "valsize"}, run: cmdLoad,
-			detail: "Keys and values are random lowercase letters and digits, written in batches of 1000."},
+			detail: "Keys and values are random lowercase letters and digits, written in batches of 1000 (of at most 64 MiB). keysize and valsize are at most 1 MiB."},
 		{name: "bloom", args: "[on|off|BITS]", summary: "set the Bloom filter of tables written from now on", max: 1, run: cmdBloom,
 			detail: "on is 10 bits/key, off writes no filter, BITS is 1 to 64 bits/key. The setting is an Open option, so the store is closed and reopened; existing tables keep the filters they have until a compaction rewrites them. With no argument, prints the setting."},
 		{name: "policy", args: "[NAME [BITS]] [L0=F ...]", summary: "set the filter policy of tables written from now on", max: 2, options: []string{"L0", "L1", "L2", "L3", "L4", "L5", "L6"}, run: cmdPolicy,
@@ -263,7 +270,7 @@ func init() {
 		{name: "rowcache", args: "[off|BYTES]", summary: "set the row cache's size (off by default)", max: 1, run: cmdRowCache,
 			detail: "The row cache keeps, per table and key, what a lookup in that table found, so a repeated get reads no block; explain get shows its hits and stats its hits, misses and size. Like bloom, this reopens the store (the row cache starts empty). With no argument, prints the setting."},
 		{name: "export-filter", args: "FILE [FROM [TO]] [p=0.01]", summary: "write a Bloom filter of the keys with FROM <= key < TO to FILE", min: 1, max: 3, options: []string{"p"}, run: cmdExportFilter,
-			detail: "The filter holds every live key in the range, at false-positive rate p (default 0.01), and FILE holds it marshalled (bloom.Filter.MarshalBinary; bloom.Filter.UnmarshalBinary reads it back). It reads the live store as it was when the command began, not a snapshot, so it is refused while a snapshot is open rather than export something other than what get and scan show. Prints the items, bits per item, probes per item, the file's size and the rate."},
+			detail: "The filter holds every live key in the range, at false-positive rate p (default 0.01), and FILE holds it marshalled (bloom.Filter.MarshalBinary; bloom.Filter.UnmarshalBinary reads it back). It reads the live store as it was when the command began, not a snapshot, so it is refused while a snapshot is open rather than export something other than what get and scan show. FILE may not be in the store's directory, whose files it could overwrite. Prints the items, bits per item, probes per item, the file's size and the rate."},
 		{name: "filter", args: "SUBCOMMAND ...", summary: "play with a standalone Bloom filter, outside the store (help filter)", max: 1 + maxFilterArgs, inBatch: true, noDB: true, run: cmdFilter,
 			detail: "Subcommands: new N P [counting|scalable], add ITEM..., test ITEM..., remove ITEM..., fill N, probe N, stats, sizes N [BITS...]. filter new N P makes a Bloom filter for N items at false-positive rate P (counting: one that can remove; scalable: one that grows), replacing the one before. add, test and remove take items; fill N adds N items named item-1, item-2, ...; probe N tests N items never added, absent-1, absent-2, ..., and prints the measured rate. kvsh remembers what was added, so test tells a false positive from a true maybe and stats counts false negatives. sizes N builds filters of N items at 5, 10 and 15 bits per item (or BITS) and prints the textbook formula's rate beside the measured one. Items are named, not random, so the numbers are the same in every session."},
 		{name: "explain", args: "get KEY | scan FROM TO [prefix=P]", summary: "trace a lookup or a scan: memtables, tables, filters, block reads", min: 2, max: 3, options: []string{"prefix"}, inBatch: true, run: cmdExplain,
@@ -488,6 +495,10 @@ func cmdLoad(sh *shell, args []string, opts map[string]string) error {
 	if err != nil {
 		return err
 	}
+	if keySize > maxLoadSize || valSize > maxLoadSize {
+		return fmt.Errorf("keysize and valsize: at most %d (put writes a longer value)", maxLoadSize)
+	}
+	perBatch := min(loadBatchSize, loadBatchBytes/(keySize+valSize))
 	var bar *progressbar.ProgressBar
 	if sh.interactive {
 		bar = progressbar.NewOptions(n, progressbar.OptionSetWriter(sh.out),
@@ -499,7 +510,7 @@ func cmdLoad(sh *shell, args []string, opts map[string]string) error {
 	key, val := make([]byte, keySize), make([]byte, valSize)
 	for done := 0; done < n; {
 		b.Reset()
-		m := min(loadBatchSize, n-done)
+		m := min(perBatch, n-done)
 		for range m {
 			sh.randomize(key)
 			sh.randomize(val)

@@ -30,11 +30,10 @@ const (
 	footerMagicAt   = footerLen - 8
 	tableMagic      = 0x747373656c616873 // "shalesst", little-endian
 
-	// maxEntryLen bounds one key plus value, and maxBlockSize the BlockSize
-	// option, so that every block is shorter than maxBlockLen, which in turn
-	// keeps restart offsets within uint32 and bounds what a reader will
-	// allocate to decompress a block.
-	maxEntryLen  = 1 << 28
+	// maxBlockSize bounds the BlockSize option, and MaxEntryLen one entry,
+	// so that every block is shorter than maxBlockLen, which in turn keeps
+	// restart offsets within uint32 and bounds what a reader will allocate
+	// to decompress a block.
 	maxBlockSize = 1 << 28
 	maxBlockLen  = 1 << 29
 
@@ -43,6 +42,11 @@ const (
 	// this is corrupt, and is refused before it sizes an allocation.
 	maxSnappyRatio = 22
 )
+
+// MaxEntryLen bounds one entry of a table: its encoded internal key (the
+// user key and base.TrailerLen) plus its value. Add refuses a longer one,
+// so the DB refuses to commit a write that no table could hold.
+const MaxEntryLen = 1 << 28
 
 // blockHandle locates a block: its offset in the file and the length of its
 // contents, not counting the trailer.

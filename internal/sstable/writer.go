@@ -367,7 +367,7 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 		return fmt.Errorf("sstable: key %s has an invalid kind", key)
 	case w.props.NumEntries > 0 && base.Compare(key, w.lastKey) <= 0:
 		return fmt.Errorf("sstable: key %s added after %s: keys must strictly increase", key, w.lastKey)
-	case key.EncodedLen()+len(value) > maxEntryLen:
+	case key.EncodedLen()+len(value) > MaxEntryLen:
 		return fmt.Errorf("sstable: entry of %d bytes is too large", key.EncodedLen()+len(value))
 	}
 	// Cut the block before an entry that would take it past maxBlockLen,
