@@ -230,6 +230,13 @@ func (db *DB) commitGroup(group []*pendingWrite) error {
 func (db *DB) setBackgroundError(err error) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	return db.setBackgroundErrorLocked(err)
+}
+
+// setBackgroundErrorLocked is setBackgroundError with db.mu held. The first
+// error stays: it returns that one, which a later failure (of work that
+// ran without db.mu meanwhile) does not replace.
+func (db *DB) setBackgroundErrorLocked(err error) error {
 	if db.bgErr == nil {
 		db.bgErr = err
 		db.logf("background error: %v", err)
@@ -282,10 +289,9 @@ func (db *DB) makeRoomForWrite(force bool) error {
 			db.cond.Wait()
 		default:
 			if err := db.rotateMemTable(); err != nil {
-				db.bgErr = err
-				db.logf("background error: %v", err)
-				db.cond.Broadcast()
-				return err
+				// A flush may have failed while the rotation ran without
+				// db.mu: its error, the first, stays the DB's.
+				return db.setBackgroundErrorLocked(err)
 			}
 			force = false
 		}
