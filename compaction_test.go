@@ -393,3 +393,42 @@ func TestDeletionsReclaimSpace(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactDeletesItsInputs: when Compact returns, the table files it
+// replaced are gone from the directory, as its doc says, even when the
+// deleter goroutine, woken by the same retirement, took them first (Compact
+// then waits for it rather than returning while they are still on disk).
+func TestCompactDeletesItsInputs(t *testing.T) {
+	fs := vfs.NewMem()
+	db := mustOpen(t, "db", &Options{FS: fs, DisableAutomaticCompactions: true})
+	defer db.Close()
+	for round := range 300 {
+		for i := range 3 {
+			putKeys(t, db, i*10, i*10+10, fmt.Sprint(round))
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Compact(); err != nil {
+			t.Fatal(err)
+		}
+		m := db.Metrics()
+		tables := 0
+		for _, l := range m.Levels {
+			tables += l.Files
+		}
+		names, err := fs.List("db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		onDisk := 0
+		for _, n := range names {
+			if typ, _, ok := parseFileName(n); ok && typ == fileTypeTable {
+				onDisk++
+			}
+		}
+		if onDisk != tables {
+			t.Fatalf("round %d: after Compact returned, %d table files on disk for %d live tables: %s", round, onDisk, tables, listDir(t, fs, "db"))
+		}
+	}
+}

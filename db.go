@@ -53,7 +53,8 @@ var (
 //
 // Lock order: a goroutine holding one of these locks takes only those after
 // it in this list. closeMu (shared, by every public call) before compactMu,
-// manifestMu, mu, itersMu, retireMu and filterCounts.mu, in that order.
+// manifestMu, mu, itersMu, releaseMu, retireMu and filterCounts.mu, in that
+// order.
 // commitMu is held with no other lock but closeMu. Reads (Get, NewIter) take none
 // of them but closeMu for their state: they load readState.
 type DB struct {
@@ -143,6 +144,11 @@ type DB struct {
 	retiredMems   []*memTable
 	retireStopped bool
 	retireCh      chan struct{}
+	// releaseMu is held by whoever releases what was retired
+	// (releaseRetired), so that a caller whose releaseRetired returns knows
+	// that everything retired before it is released, even what the deleter
+	// goroutine took first.
+	releaseMu sync.Mutex
 
 	flushCh   chan struct{}
 	compactCh chan struct{}

@@ -116,8 +116,12 @@ func (db *DB) deleteLoop() {
 // finish writing its pages back), and memory queued behind it would
 // count in the process's resident set all that time. With stop set, later
 // retirements are released at once instead of queued: Close and a failed
-// Open call it last thing before they release the LOCK.
+// Open call it last thing before they release the LOCK. It returns once
+// everything retired before the call is released, by it or by a call
+// already under way (the deleter's).
 func (db *DB) releaseRetired(stop bool) {
+	db.releaseMu.Lock()
+	defer db.releaseMu.Unlock()
 	db.retireMu.Lock()
 	tables, mems := db.retired, db.retiredMems
 	db.retired, db.retiredMems = nil, nil
