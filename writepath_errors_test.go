@@ -162,9 +162,14 @@ func TestManifestRotationFaults(t *testing.T) {
 	if manifests == 0 {
 		t.Fatalf("the MANIFEST was not rotated while the store ran (%d operations on it)", n)
 	}
-	// Every operation in turn with -long; else every n/3rd, a few seconds.
+	// Every operation in turn with -long; else every n/3rd, a few seconds
+	// (one, under the race detector, which slows each run eightfold).
 	step := int64(1)
-	if !*long {
+	switch {
+	case *long:
+	case raceEnabled:
+		step = n
+	default:
 		step = max(1, n/3)
 	}
 	fails := newFailures()
