@@ -44,9 +44,10 @@ import (
 // Files that are not live, tables and WALs a crash left behind before Open
 // could remove them, are leftovers, not problems, and are not read: Open
 // deletes them. So is what a first Open that failed before it wrote
-// CURRENT leaves (an empty WAL, a MANIFEST): Check then finds no store. When the MANIFEST cannot be read whole, which files are live
-// is unknown, so every table and WAL present is checked instead. The lost/
-// folder Repair writes is not part of the store.
+// CURRENT leaves (an empty WAL, a MANIFEST): Check then finds no store.
+// When the MANIFEST cannot be read whole, which files are live is unknown,
+// so every table and WAL present is checked instead. The lost/ folder
+// Repair writes is not part of the store.
 func Check(dir string, opts *Options) error {
 	if err := opts.validate(); err != nil {
 		return err
