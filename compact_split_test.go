@@ -17,11 +17,7 @@ import (
 // file's range, and each cut has an L6 file start to fall on before the
 // table reaches the target size.
 func TestCompactionOutputsAlignWithLevelBelow(t *testing.T) {
-	opts := smallTreeOptions(vfs.NewMem())
-	opts.MemTableSize = 4 << 20
-	opts.DisableAutomaticCompactions = true
-	db := mustOpen(t, "db", opts)
-	defer db.Close()
+	db := openManualSmallTree(t)
 	rng := rand.New(rand.NewPCG(1, 1))
 	value := make([]byte, 100)
 	put := func(i int) {
@@ -79,11 +75,7 @@ func TestCompactionOutputsAlignWithLevelBelow(t *testing.T) {
 // within its bounds, the tables must not overlap, and reads must see the
 // deletion.
 func TestCompactionTombstoneAcrossTableCuts(t *testing.T) {
-	opts := smallTreeOptions(vfs.NewMem())
-	opts.MemTableSize = 4 << 20
-	opts.DisableAutomaticCompactions = true
-	db := mustOpen(t, "db", opts)
-	defer db.Close()
+	db := openManualSmallTree(t)
 	key := func(i int) []byte { return fmt.Appendf(nil, "key%08d", i) }
 	value := make([]byte, 100) // incompressible, so that tables hold few keys
 	rng := rand.New(rand.NewPCG(1, 1))
@@ -171,4 +163,16 @@ func compactL0Into(t *testing.T, db *DB, level int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// openManualSmallTree opens a store of smallTreeOptions with a memtable
+// that holds each test's writes and no automatic compactions, so that the
+// test builds its tree by hand; it is closed when the test ends.
+func openManualSmallTree(t *testing.T) *DB {
+	opts := smallTreeOptions(vfs.NewMem())
+	opts.MemTableSize = 4 << 20
+	opts.DisableAutomaticCompactions = true
+	db := mustOpen(t, "db", opts)
+	t.Cleanup(func() { db.Close() })
+	return db
 }
