@@ -40,7 +40,7 @@ var fprWorkloads = []fprWorkload{
 // standard deviations of a binomial at the bound (plus 3 queries), which a
 // rate at the bound exceeds with odds below 1 in 10^4; the seeds are
 // fixed, so the test cannot flake. go test -v prints the table (the
-// README's "Scans" section).
+// "Range filters" section of docs/filters.md).
 func TestFalsePositiveBound(t *testing.T) {
 	const n, queries = 10000, 10000
 	var table strings.Builder
