@@ -286,6 +286,7 @@ func (db *DB) startLogAndManifest(v *manifest.Version, edit *manifest.VersionEdi
 	}
 	db.log = db.newWALWriter(f)
 	db.mem = db.newMemTable(edit.LogNum)
+	db.mem.firstSeq = db.lastSeq + 1
 	edit.LastSeqNum = db.lastSeq
 	return nv, db.createManifest(nv, edit)
 }

@@ -117,7 +117,6 @@ func TestMemFSLinkCrash(t *testing.T) {
 	}
 }
 
-
 func TestOSFS(t *testing.T)  { testFS(t, Default, t.TempDir()) }
 func TestMemFS(t *testing.T) { testFS(t, NewMem(), "dir") }
 
