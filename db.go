@@ -192,8 +192,8 @@ type memTable struct {
 	// db.mu when it becomes db.mem: a checkpoint reads its WAL only if a
 	// write it includes is there (see captureCheckpoint).
 	firstSeq base.SeqNum
-	refs   atomic.Int32
-	db     *DB
+	refs     atomic.Int32
+	db       *DB
 }
 
 // newMemTable returns an empty memtable for WAL logNum, with the DB's
