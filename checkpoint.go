@@ -55,11 +55,11 @@ func (db *DB) Checkpoint(dir string) error {
 // checkpointState is what a checkpoint copies, captured at one moment (see
 // captureCheckpoint).
 type checkpointState struct {
-	// rs holds the version whose tables the checkpoint links, so that no
-	// compaction deletes them meanwhile, as a read's state does.
-	rs *readState
+	// v is the version whose tables the checkpoint links, referenced so
+	// that no compaction deletes them meanwhile, as a read's is.
+	v *version
 	// seq is the last write the checkpoint includes: every one up to it
-	// is in rs's tables or in logs, and none after it is copied.
+	// is in v's tables or in logs, and none after it is copied.
 	seq base.SeqNum
 	// logNum is the MANIFEST's log number, the first of logs, and
 	// nextFileNum the next file number, which no file in the checkpoint
@@ -118,7 +118,7 @@ func (db *DB) checkpoint(dir string) (err error) {
 	}
 	var linked, copied int
 	var copiedBytes, logBytes int64
-	for _, files := range c.rs.v.Levels {
+	for _, files := range c.v.Levels {
 		for _, f := range files {
 			n, err := db.linkOrCopy(db.fileName(fileTypeTable, f.FileNum), path(fileTypeTable, f.FileNum))
 			if err != nil {
@@ -139,7 +139,7 @@ func (db *DB) checkpoint(dir string) (err error) {
 		}
 		logBytes += n
 	}
-	snap := c.rs.v.Snapshot()
+	snap := c.v.Snapshot()
 	snap.NextFileNum = c.nextFileNum + 1
 	snap.LastSeqNum = c.seq
 	snap.LogNum = c.logNum
@@ -189,12 +189,13 @@ func (db *DB) checkpointDir(dir string) (bool, error) {
 }
 
 // captureCheckpoint takes, under db.mu, what a checkpoint copies: the
-// published read state, whose version it pins; the last visible write,
-// which is in that state's version or memtables, since a memtable leaves
-// the state only once its table is in the version; and the WALs of the
-// memtables no table holds yet, those numbered from the log number on (a
-// flushed memtable may linger in the state a moment after its table is in
-// the version and its WAL removed).
+// current version, referenced; the last visible write, which is in that
+// version or in the memtables, since a memtable leaves db.imm only once
+// its table is in the version, and the commit leader makes a write visible
+// only once it is in db.mem and in its WAL; and the WALs of the memtables
+// no table holds yet, those numbered from the log number on (a flushed
+// memtable stays in db.imm a moment after its table is in the version and
+// its WAL is removed).
 //
 // The WALs are opened here, with db.mu held, because a flush removes a WAL
 // only after installing a version whose log number is past it, which
@@ -203,14 +204,14 @@ func (db *DB) checkpointDir(dir string) (bool, error) {
 func (db *DB) captureCheckpoint() (*checkpointState, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	rs, seq := db.loadReadState(readLatest)
-	c := &checkpointState{rs: rs, seq: seq, logNum: db.logNum, nextFileNum: db.nextFileNum}
-	for _, m := range rs.memtables {
+	c := &checkpointState{v: db.current, seq: base.SeqNum(db.visibleSeq.Load()), logNum: db.logNum, nextFileNum: db.nextFileNum}
+	c.v.ref()
+	for _, m := range append(slices.Clip(db.imm), db.mem) {
 		if m.logNum < db.logNum {
 			continue
 		}
-		l := checkpointLog{num: m.logNum, closed: m != rs.mem}
-		if l.closed || m.firstSeq <= seq {
+		l := checkpointLog{num: m.logNum, closed: m != db.mem}
+		if l.closed || m.firstSeq <= c.seq {
 			f, err := db.fs.Open(db.fileName(fileTypeLog, m.logNum))
 			if err != nil {
 				c.release()
@@ -220,7 +221,6 @@ func (db *DB) captureCheckpoint() (*checkpointState, error) {
 		}
 		c.logs = append(c.logs, l)
 	}
-	slices.Reverse(c.logs) // memtables come newest first
 	if len(c.logs) == 0 || c.logs[0].num != c.logNum {
 		c.release()
 		return nil, fmt.Errorf("shale: internal error: no memtable holds WAL %06d, the log number", c.logNum)
@@ -228,14 +228,14 @@ func (db *DB) captureCheckpoint() (*checkpointState, error) {
 	return c, nil
 }
 
-// release closes the WALs and drops the read state.
+// release closes the WALs and drops the version's reference.
 func (c *checkpointState) release() {
 	for _, l := range c.logs {
 		if l.f != nil {
 			l.f.Close()
 		}
 	}
-	c.rs.unref()
+	c.v.unref()
 }
 
 // linkOrCopy makes dst a hard link to the table src or, where the file
