@@ -440,10 +440,13 @@ func TestCheckpointCopies(t *testing.T) {
 	}
 }
 
-// ckptCrashStore builds, on a fresh MemFS, a store with tables in several
-// levels and writes in its WAL, all synced and settled, for the crash
-// campaign, and returns it open, with its model.
-func ckptCrashStore(t *testing.T, efs vfs.FS, wal walMode) (*DB, state) {
+// ckptCrashStore builds, on efs, a store with tables in several levels, a
+// full memtable whose flush is held (so two WALs hold writes no table
+// holds), and writes in the mutable memtable's WAL, all synced, for the
+// crash campaign, and returns it open, with its model. Its injector holds
+// the flush until release is called; the campaign's injector goes through
+// it (see hold).
+func ckptCrashStore(t *testing.T, efs *vfs.ErrorFS, wal walMode, seed uint64) (db *DB, want state, hold vfs.Injector, release func()) {
 	t.Helper()
 	o := campaignOptions(efs, false, wal)
 	o.DisableAutomaticCompactions = true // the campaign's operations are the checkpoint's alone
@@ -451,56 +454,82 @@ func ckptCrashStore(t *testing.T, efs vfs.FS, wal walMode) (*DB, state) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := state{}
-	rng := rand.New(rand.NewPCG(3, 0))
-	write := func(n int) {
-		for range n {
-			k, v := fmt.Sprintf("k%03d", rng.IntN(200)), strings.Repeat("v", rng.IntN(200))
-			if err := db.Put([]byte(k), []byte(v)); err != nil {
-				t.Fatal(err)
-			}
-			want[k] = v
+	want = state{}
+	rng := rand.New(rand.NewPCG(seed, 0))
+	write := func() {
+		k, v := fmt.Sprintf("k%03d", rng.IntN(200)), strings.Repeat("v", rng.IntN(200))
+		if err := db.Put([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
 		}
+		want[k] = v
 	}
-	write(150)
+	for range 150 {
+		write()
+	}
 	if err := db.Compact(); err != nil {
 		t.Fatal(err)
 	}
-	write(60)
+	for range 60 {
+		write()
+	}
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	write(40) // left in the memtable and its WAL
-	return db, want
+	unblock := make(chan struct{})
+	var held atomic.Bool
+	held.Store(true)
+	hold = func(op vfs.Op, path string) error {
+		if op == vfs.OpCreate && strings.HasPrefix(path, "db/") && strings.HasSuffix(path, ".sst") && held.Load() {
+			<-unblock
+		}
+		return nil
+	}
+	efs.SetInjector(hold)
+	for db.Metrics().ImmutableTables == 0 {
+		write()
+	}
+	for range 20 {
+		write() // into the new memtable and its WAL
+	}
+	release = func() {
+		if held.Swap(false) {
+			close(unblock)
+		}
+	}
+	return db, want, hold, release
 }
 
 // TestCheckpointCrash simulates a power loss before every file-system
 // operation of a checkpoint that can change what a crash leaves (every
 // second one in the default run), under each crash model, with the WAL
-// mapped and written and the tables linked or copied. The source must
-// reopen with all its data. The checkpoint's directory must be one of:
-// nothing of a store (Check refuses it); a complete checkpoint that Check
-// passes and that opens with all the data; or a partial one that Check
-// and Open both refuse, never one that opens with less.
+// mapped and written and the tables linked or copied; with -long, of
+// three stores. The source must reopen with all its data. The
+// checkpoint's directory must be one of: nothing of a store (Check refuses
+// it); a complete checkpoint that Check passes and that opens with all the
+// data; or a partial one that Check and Open both refuse, never one that
+// opens with less.
 func TestCheckpointCrash(t *testing.T) {
-	every := 2
+	every, seeds := 2, []uint64{3}
 	if *long {
-		every = 1
+		every, seeds = 1, []uint64{3, 4, 5}
 	}
-	for _, wal := range walModes {
-		for _, link := range []bool{true, false} {
-			t.Run(fmt.Sprintf("wal=%s/link=%v", wal.name, link), func(t *testing.T) {
-				ckptCrashCampaign(t, wal, link, every)
-			})
+	for _, seed := range seeds {
+		for _, wal := range walModes {
+			for _, link := range []bool{true, false} {
+				t.Run(fmt.Sprintf("seed=%d/wal=%s/link=%v", seed, wal.name, link), func(t *testing.T) {
+					ckptCrashCampaign(t, seed, wal, link, every)
+				})
+			}
 		}
 	}
 }
 
-func ckptCrashCampaign(t *testing.T, wal walMode, link bool, every int) {
+func ckptCrashCampaign(t *testing.T, seed uint64, wal walMode, link bool, every int) {
 	mem := vfs.NewMem()
 	efs := vfs.NewErrorFS(mem)
-	db, want := ckptCrashStore(t, efs, wal)
+	db, want, hold, release := ckptCrashStore(t, efs, wal, seed)
 	defer db.Close()
+	defer release()
 	const dir = "backups/ckpt"
 	fails := newFailures()
 	var points, tried, complete, refused, nothing int
@@ -522,9 +551,11 @@ func ckptCrashCampaign(t *testing.T, wal walMode, link bool, every int) {
 	}
 	efs.SetInjector(func(op vfs.Op, path string) error {
 		switch {
+		case !strings.HasPrefix(path, "backups") && !(op == vfs.OpSyncDir && path == "."):
+			return hold(op, path)
 		case op == vfs.OpLink && !link:
 			return fmt.Errorf("injected: %w", vfs.ErrLinkUnsupported)
-		case !mutates(op) || !strings.HasPrefix(path, "backups") && !(op == vfs.OpSyncDir && path == "."):
+		case !mutates(op):
 			return nil
 		}
 		p := points
@@ -533,24 +564,43 @@ func ckptCrashCampaign(t *testing.T, wal walMode, link bool, every int) {
 			return nil
 		}
 		for _, model := range crashModels {
-			c := mem.CrashCloneWith(vfs.CrashOptions{Mode: model.mode, Seed: uint64(p)})
+			c := mem.CrashCloneWith(vfs.CrashOptions{Mode: model.mode, Seed: seed<<32 | uint64(p)})
 			check(c, fmt.Sprintf("crash point %d (before %v %s), model %s", p, op, path, model.name))
 		}
 		return nil
 	})
 	err := db.Checkpoint(dir)
-	efs.SetInjector(nil)
+	efs.SetInjector(hold)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, model := range crashModels {
-		check(mem.CrashCloneWith(vfs.CrashOptions{Mode: model.mode}), "after Checkpoint returned, model "+model.name)
+		check(mem.CrashCloneWith(vfs.CrashOptions{Mode: model.mode, Seed: seed}), "after Checkpoint returned, model "+model.name)
 	}
 	if complete < len(crashModels) {
 		t.Errorf("only %d crashed checkpoints were complete; those after Checkpoint returned must be", complete)
 	}
+	logs := 0
+	for _, name := range mustList(t, mem, dir) {
+		if ft, _, _ := parseFileName(name); ft == fileTypeLog {
+			logs++
+		}
+	}
+	if logs != 2 {
+		t.Errorf("the checkpoint holds %d WALs; the store was built with two that hold writes no table holds", logs)
+	}
 	fails.report(t, fmt.Sprintf("%d crash points, %d crashed file systems checked: checkpoint complete %d, refused %d, nothing of it %d",
 		points, tried, complete, refused, nothing))
+}
+
+// mustList lists dir.
+func mustList(t *testing.T, fsys vfs.FS, dir string) []string {
+	t.Helper()
+	names, err := fsys.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
 }
 
 // ckptCheckSource reopens the crashed source and compares it with want.
