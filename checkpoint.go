@@ -121,12 +121,12 @@ func (db *DB) checkpoint(dir string) (err error) {
 	for _, files := range c.v.Levels {
 		for _, f := range files {
 			n, err := db.linkOrCopy(db.fileName(fileTypeTable, f.FileNum), path(fileTypeTable, f.FileNum))
-			if err != nil {
+			switch {
+			case err != nil:
 				return err
-			}
-			if n < 0 {
+			case n == 0:
 				linked++
-			} else {
+			default:
 				copied++
 				copiedBytes += n
 			}
@@ -155,7 +155,7 @@ func (db *DB) checkpoint(dir string) (err error) {
 	if err := db.fs.SyncDir(dir); err != nil {
 		return err
 	}
-	path(fileTypeTemp, c.nextFileNum)
+	path(fileTypeTemp, c.nextFileNum) // setCurrent's names, to remove on an error
 	path(fileTypeCurrent, 0)
 	if err := setCurrent(db.fs, dir, c.nextFileNum); err != nil {
 		return err
@@ -239,13 +239,14 @@ func (c *checkpointState) release() {
 }
 
 // linkOrCopy makes dst a hard link to the table src or, where the file
-// system cannot link them, a synced copy. It returns the bytes copied, or
-// -1 for a link. A link needs no sync: the table's bytes were synced when
-// it was written, and dst's entry is synced with its directory.
+// system cannot link them, a synced copy. It returns the bytes copied, 0
+// for a link (a table is never empty). A link needs no sync: the table's
+// bytes were synced when it was written, and dst's entry is synced with its
+// directory.
 func (db *DB) linkOrCopy(src, dst string) (int64, error) {
 	err := db.fs.Link(src, dst)
 	if err == nil {
-		return -1, nil
+		return 0, nil
 	}
 	if !errors.Is(err, vfs.ErrLinkUnsupported) {
 		return 0, err
