@@ -728,3 +728,73 @@ func BenchmarkCheckpoint(b *testing.B) {
 		})
 	}
 }
+
+// TestCheckpointOSFS checkpoints a store on the operating system's file
+// system, its WAL mapped where the system allows, while a writer goes on:
+// the tables are hard links to the store's (the same files), the WAL copy
+// ends in its end marker with none of the zeros a mapped WAL is allocated
+// ahead with, and the checkpoint passes Check and holds every write
+// acknowledged before it.
+func TestCheckpointOSFS(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir+"/db", &Options{MemTableSize: 64 << 10, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w := newCkptWriter(0, 9, 3000)
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- w.run(db, stop) }()
+	for w.acked.Load() < 1000 {
+		time.Sleep(time.Millisecond)
+	}
+	acked := w.acked.Load()
+	ckpt := dir + "/backups/ckpt"
+	if err := db.Checkpoint(ckpt); err != nil {
+		t.Fatal(err)
+	}
+	begun := w.begun.Load()
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	tables := 0
+	for _, name := range mustList(t, vfs.Default, ckpt) {
+		ft, _, _ := parseFileName(name)
+		info, err := os.Stat(ckpt + "/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ft {
+		case fileTypeTable:
+			tables++
+			src, err := os.Stat(dir + "/db/" + name)
+			if err == nil && !os.SameFile(src, info) {
+				t.Errorf("%s is not a hard link to the store's table", name)
+			}
+		case fileTypeLog:
+			b := readFile(t, vfs.Default, ckpt+"/"+name)
+			if n := len(b) - len(strings.TrimRight(string(b), "\x00")); n > 0 {
+				t.Errorf("%s ends in %d zero bytes", name, n)
+			}
+		}
+	}
+	if tables == 0 {
+		t.Fatal("the checkpoint holds no table; the store was to flush several")
+	}
+	if err := Check(ckpt, nil); err != nil {
+		t.Fatal(err)
+	}
+	cdb, err := Open(ckpt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := scanState(cdb)
+	if err := errors.Join(err, cdb.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if problem := w.check(s, acked, begun); problem != "" {
+		t.Fatal(problem)
+	}
+}
