@@ -139,6 +139,10 @@ func (db *DB) checkpoint(dir string) (err error) {
 		}
 		logBytes += n
 	}
+	// The MANIFEST: the version's tables; the last sequence number is seq,
+	// which no table passes and at which the copied WALs end; the log
+	// number is the first copied WAL, from which the copies go on without
+	// a gap in sequence numbers, as recovery requires (see replayLogs).
 	snap := c.v.Snapshot()
 	snap.NextFileNum = c.nextFileNum + 1
 	snap.LastSeqNum = c.seq
