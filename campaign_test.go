@@ -105,7 +105,7 @@ func (f *failures) report(t *testing.T, tried string) {
 // mutates reports whether an operation can change what a crash leaves.
 func mutates(op vfs.Op) bool {
 	switch op {
-	case vfs.OpCreate, vfs.OpWrite, vfs.OpSync, vfs.OpSyncDir, vfs.OpRename, vfs.OpRemove, vfs.OpTruncate:
+	case vfs.OpCreate, vfs.OpWrite, vfs.OpSync, vfs.OpSyncDir, vfs.OpRename, vfs.OpRemove, vfs.OpTruncate, vfs.OpLink:
 		return true
 	}
 	return false

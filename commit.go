@@ -374,6 +374,7 @@ func (db *DB) rotateMemTable() error {
 	}
 	db.log = db.newWALWriter(f)
 	db.imm = append(db.imm, db.mem)
+	mem.firstSeq = db.lastSeq + 1
 	db.mem = mem
 	db.publishReadState()
 	db.scheduleFlush()

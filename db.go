@@ -187,8 +187,13 @@ type DB struct {
 type memTable struct {
 	*memtable.MemTable
 	logNum uint64
-	refs   atomic.Int32
-	db     *DB
+	// firstSeq is the sequence number of the first write the memtable
+	// takes (it takes every later one until the next rotation), set under
+	// db.mu when it becomes db.mem: a checkpoint reads its WAL only if a
+	// write it includes is there (see captureCheckpoint).
+	firstSeq base.SeqNum
+	refs     atomic.Int32
+	db       *DB
 }
 
 // newMemTable returns an empty memtable for WAL logNum, with the DB's

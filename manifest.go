@@ -14,6 +14,7 @@ import (
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/manifest"
 	"github.com/shale-db/shale/internal/wal"
+	"github.com/shale-db/shale/vfs"
 )
 
 // maxManifestSize is the size past which the next version change starts a
@@ -117,27 +118,16 @@ func (db *DB) createManifest(v *manifest.Version, edit *manifest.VersionEdit) er
 	snap.NextFileNum = num + 1
 	snap.LastSeqNum = edit.LastSeqNum
 	snap.LogNum = edit.LogNum
-
-	f, err := db.fs.Create(db.fileName(fileTypeManifest, num))
+	w, size, err := writeManifest(db.fs, db.fileName(fileTypeManifest, num), snap)
 	if err != nil {
 		return err
 	}
-	w := wal.NewWriter(f)
-	rec := snap.Encode(nil)
-	if _, err := w.WriteRecord(rec); err != nil {
-		w.Close()
-		return err
-	}
-	if err := w.Sync(); err != nil {
-		w.Close()
-		return err
-	}
-	if err := db.setCurrent(num); err != nil {
+	if err := setCurrent(db.fs, db.dir, num); err != nil {
 		w.Close()
 		return err
 	}
 	old, oldNum := db.manifest, db.manifestNum
-	db.manifest, db.manifestNum, db.manifestSize = w, num, int64(len(rec))
+	db.manifest, db.manifestNum, db.manifestSize = w, num, size
 	if old != nil {
 		old.Close()
 		if err := db.fs.Remove(db.fileName(fileTypeManifest, oldNum)); err != nil {
@@ -147,11 +137,33 @@ func (db *DB) createManifest(v *manifest.Version, edit *manifest.VersionEdit) er
 	return nil
 }
 
-// setCurrent points CURRENT at MANIFEST-num atomically: write a temp file,
-// fsync it, rename it over CURRENT, fsync the directory.
-func (db *DB) setCurrent(num uint64) error {
-	tmp := db.fileName(fileTypeTemp, num)
-	f, err := db.fs.Create(tmp)
+// writeManifest creates the MANIFEST name holding snap, a snapshot of a
+// version, as its one record, synced, and returns its writer, open for the
+// edits that follow, and the record's length. The snapshot needs no commit
+// record: it is synced before CURRENT names the MANIFEST.
+func writeManifest(fsys vfs.FS, name string, snap *manifest.VersionEdit) (*wal.Writer, int64, error) {
+	f, err := fsys.Create(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	w := wal.NewWriter(f)
+	rec := snap.Encode(nil)
+	if _, err := w.WriteRecord(rec); err != nil {
+		w.Close()
+		return nil, 0, err
+	}
+	if err := w.Sync(); err != nil {
+		w.Close()
+		return nil, 0, err
+	}
+	return w, int64(len(rec)), nil
+}
+
+// setCurrent points CURRENT in dir at MANIFEST-num atomically: write a
+// temp file, fsync it, rename it over CURRENT, fsync the directory.
+func setCurrent(fsys vfs.FS, dir string, num uint64) error {
+	tmp := fsys.PathJoin(dir, baseFileName(fileTypeTemp, num))
+	f, err := fsys.Create(tmp)
 	if err != nil {
 		return err
 	}
@@ -166,10 +178,10 @@ func (db *DB) setCurrent(num uint64) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := db.fs.Rename(tmp, db.fileName(fileTypeCurrent, 0)); err != nil {
+	if err := fsys.Rename(tmp, fsys.PathJoin(dir, baseFileName(fileTypeCurrent, 0))); err != nil {
 		return err
 	}
-	return db.fs.SyncDir(db.dir)
+	return fsys.SyncDir(dir)
 }
 
 // maxCurrentSize bounds what readCurrent reads: CURRENT holds one name.

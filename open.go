@@ -286,6 +286,7 @@ func (db *DB) startLogAndManifest(v *manifest.Version, edit *manifest.VersionEdi
 	}
 	db.log = db.newWALWriter(f)
 	db.mem = db.newMemTable(edit.LogNum)
+	db.mem.firstSeq = db.lastSeq + 1
 	edit.LastSeqNum = db.lastSeq
 	return nv, db.createManifest(nv, edit)
 }
@@ -310,8 +311,10 @@ func (db *DB) clearFailedCreate(names []string) error {
 // first Open that crashed before it wrote CURRENT leaves an empty WAL and
 // a MANIFEST behind; no write was ever acknowledged there (Open had not
 // returned), so they are leftovers, whose paths it returns. Anything else
-// of a store's, a table or a WAL with records, means CURRENT was lost: that
-// is not a store to start afresh over, and it returns a corruption error.
+// of a store's, a table or a WAL with bytes, means CURRENT was lost, or is
+// a checkpoint that never got its CURRENT (DB.Checkpoint writes it last,
+// and every WAL it writes has bytes): that is not a store to start afresh
+// over, and it returns a corruption error.
 func (db *DB) failedCreate(names []string) ([]string, error) {
 	var leftovers []string
 	for _, name := range names {
@@ -329,7 +332,7 @@ func (db *DB) failedCreate(names []string) ([]string, error) {
 			empty = info.Size() == 0
 		}
 		if t == fileTypeTable || t == fileTypeLog && !empty {
-			return nil, base.CorruptionErrorf(path, -1, "%s has no CURRENT, but holds %s", db.dir, name)
+			return nil, base.CorruptionErrorf(path, -1, "%s has no CURRENT, but holds %s (CURRENT was lost, or a checkpoint did not finish)", db.dir, name)
 		}
 		leftovers = append(leftovers, path)
 	}

@@ -41,9 +41,10 @@ const (
 	OpStat
 	OpClose
 	OpTruncate
+	OpLink
 )
 
-var opNames = [...]string{"create", "open", "remove", "rename", "list", "write", "read", "sync", "syncdir", "lock", "mkdirall", "stat", "close", "truncate"}
+var opNames = [...]string{"create", "open", "remove", "rename", "list", "write", "read", "sync", "syncdir", "lock", "mkdirall", "stat", "close", "truncate", "link"}
 
 // String names the operation.
 func (op Op) String() string {
@@ -121,6 +122,16 @@ func (e *ErrorFS) Rename(oldname, newname string) error {
 		return err
 	}
 	return e.FS.Rename(oldname, newname)
+}
+
+// Link implements FS; the path an Injector sees is newname. An Injector
+// that returns an error matching ErrLinkUnsupported makes the file system
+// look like one that cannot link, so that a caller's fallback runs.
+func (e *ErrorFS) Link(oldname, newname string) error {
+	if err := e.check(OpLink, newname); err != nil {
+		return err
+	}
+	return e.FS.Link(oldname, newname)
 }
 
 // List implements FS.

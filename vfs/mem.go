@@ -158,6 +158,28 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	return nil
 }
 
+// Link implements FS: newname names the same file as oldname, its bytes
+// and its synced length shared, until either name is removed or renamed
+// over. Only the names are separate: each survives a crash once its
+// directory is synced (SyncDir).
+func (m *MemFS) Link(oldname, newname string) error {
+	oldname, newname = clean(oldname), clean(newname)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.files[oldname]
+	if !ok {
+		return notExist("link", oldname)
+	}
+	if err := m.checkDir("link", newname); err != nil {
+		return err
+	}
+	if _, ok := m.files[newname]; ok || m.dirs[newname] {
+		return &fs.PathError{Op: "link", Path: newname, Err: fs.ErrExist}
+	}
+	m.files[newname] = n
+	return nil
+}
+
 // MkdirAll implements FS. A new directory is durable once its parent is
 // synced (SyncDir), as a new file is.
 func (m *MemFS) MkdirAll(dir string, _ os.FileMode) error {

@@ -61,6 +61,20 @@ func (osFS) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(di
 func (osFS) Stat(name string) (os.FileInfo, error)       { return os.Stat(name) }
 func (osFS) PathJoin(elem ...string) string              { return filepath.Join(elem...) }
 
+// Link uses link(2). The errors by which Linux says that the file system
+// cannot link the names (EXDEV: another device; EPERM, EOPNOTSUPP: no hard
+// links there; EMLINK: the file has as many links as it may) match
+// ErrLinkUnsupported.
+func (osFS) Link(oldname, newname string) error {
+	err := os.Link(oldname, newname)
+	for _, errno := range []syscall.Errno{syscall.EXDEV, syscall.EPERM, syscall.EOPNOTSUPP, syscall.EMLINK} {
+		if errors.Is(err, errno) {
+			return fmt.Errorf("%w: %w", ErrLinkUnsupported, err)
+		}
+	}
+	return err
+}
+
 func (osFS) List(dir string) ([]string, error) {
 	f, err := os.Open(dir)
 	if err != nil {

@@ -78,6 +78,11 @@ var ErrNotMappable = errors.New("vfs: file system cannot allocate a file ahead o
 // them. It does not match ErrNotMappable.
 var ErrMappingRefused = errors.New("vfs: the kernel refused to map a window of the file (at the process's limit of mappings)")
 
+// ErrLinkUnsupported is returned (wrapped) by Link when the file system
+// cannot make newname a hard link to oldname: they are on different
+// devices, or the file system has no hard links.
+var ErrLinkUnsupported = errors.New("vfs: cannot hard-link these names (another device, or no hard links)")
+
 // FS is a file system.
 type FS interface {
 	// Create creates name, truncating it if it exists, open for writing.
@@ -88,6 +93,13 @@ type FS interface {
 	Remove(name string) error
 	// Rename atomically replaces newname with oldname.
 	Rename(oldname, newname string) error
+	// Link makes newname a hard link to oldname: a second name for the same
+	// file, which stays when oldname is removed. newname must not exist.
+	// Like a creation, the new name is durable once its directory is synced
+	// (SyncDir). A file system that cannot link these two names (they are
+	// on different devices, or it has no hard links) fails with an error
+	// matching ErrLinkUnsupported, having made nothing; the caller copies.
+	Link(oldname, newname string) error
 	// MkdirAll creates dir and any missing parents.
 	MkdirAll(dir string, perm os.FileMode) error
 	// List returns the names (not paths) of the entries in dir, sorted.

@@ -70,9 +70,50 @@ func testFS(t *testing.T, fs FS, dir string) {
 	must(t, err)
 	must(t, lock.Close())
 
+	must(t, fs.Link(fs.PathJoin(dir, "b"), fs.PathJoin(dir, "c")))
+	if err := fs.Link(fs.PathJoin(dir, "b"), fs.PathJoin(dir, "c")); err == nil || errors.Is(err, ErrLinkUnsupported) {
+		t.Fatalf("Link over an existing name = %v, want an error other than ErrLinkUnsupported", err)
+	}
 	must(t, fs.Remove(fs.PathJoin(dir, "b")))
 	if _, err := fs.Stat(fs.PathJoin(dir, "b")); err == nil {
 		t.Fatal("b still exists after Remove")
+	}
+	r, err = fs.Open(fs.PathJoin(dir, "c"))
+	must(t, err)
+	buf = make([]byte, 11)
+	if _, err := r.ReadAt(buf, 0); err != nil || string(buf) != "hello world" {
+		t.Fatalf("the link, once the first name is removed, reads %q, %v", buf, err)
+	}
+	must(t, r.Close())
+}
+
+// TestMemFSLinkCrash: a link survives a power loss once its directory is
+// synced, not before, and keeps the file's synced bytes; the file's bytes
+// are shared by both names.
+func TestMemFSLinkCrash(t *testing.T) {
+	m := NewMem()
+	must(t, m.MkdirAll("a", 0o755))
+	must(t, m.MkdirAll("b", 0o755))
+	f, err := m.Create("a/f")
+	must(t, err)
+	_, err = f.Write([]byte("synced"))
+	must(t, err)
+	must(t, f.Sync())
+	must(t, m.SyncDir("."))
+	must(t, m.SyncDir("a"))
+	must(t, m.Link("a/f", "b/g"))
+	if _, err := m.CrashClone().Stat("b/g"); err == nil {
+		t.Fatal("a link survives a crash before its directory is synced")
+	}
+	must(t, m.SyncDir("b"))
+	_, err = f.Write([]byte(" and not"))
+	must(t, err)
+	must(t, f.Close())
+	if got := string(readAll(t, m, "b/g")); got != "synced and not" {
+		t.Fatalf("the link reads %q before a crash", got)
+	}
+	if got := string(readAll(t, m.CrashClone(), "b/g")); got != "synced" {
+		t.Fatalf("the link reads %q after a crash, want the synced bytes", got)
 	}
 }
 
@@ -363,6 +404,7 @@ func TestErrorFSOps(t *testing.T) {
 		OpLock:     func() error { _, err := efs.Lock("LOCK"); return err },
 		OpMkdirAll: func() error { return efs.MkdirAll("d", 0o755) },
 		OpStat:     func() error { _, err := efs.Stat("f"); return err },
+		OpLink:     func() error { return efs.Link("f", "l") },
 	}
 	for op, call := range calls {
 		fail = op
