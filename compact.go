@@ -28,7 +28,7 @@ func (db *DB) scheduleFlush() {
 // maybeScheduleCompaction wakes the compaction goroutine, which decides
 // whether there is anything to do.
 func (db *DB) maybeScheduleCompaction() {
-	if db.opts.DisableAutomaticCompactions {
+	if db.opts.DisableAutomaticCompactions || db.opts.ReadOnly {
 		return
 	}
 	select {
@@ -587,7 +587,7 @@ func (db *DB) runCompaction(v *version, job compactionJob) error {
 // snapshot needs. When it returns, all live data is in the bottom level, and
 // the tables it replaced are deleted unless an iterator still reads them.
 func (db *DB) Compact() error {
-	if err := db.enter(); err != nil {
+	if err := db.enterWrite(); err != nil {
 		return err
 	}
 	defer db.leave()

@@ -56,9 +56,13 @@ const lostDir = "lost"
 // yet removed them): their versions are older than the ones that replaced
 // them, so they lose the merge, except a version whose deletion a compaction
 // has since dropped. Repair needs free space for a second copy of the data.
+// Options.ReadOnly makes it fail with ErrReadOnly, touching nothing.
 func Repair(dir string, opts *Options) error {
 	if err := opts.validate(); err != nil {
 		return err
+	}
+	if opts != nil && opts.ReadOnly {
+		return fmt.Errorf("shale: repair %s: %w", dir, ErrReadOnly)
 	}
 	db := offlineDB(dir, opts.withDefaults())
 	lock, err := db.lockClosed()
