@@ -276,7 +276,7 @@ func (db *DB) recover() error {
 	edit := &manifest.VersionEdit{LogNum: logNum}
 	var newTables []*table
 	if !mem.Empty() {
-		t, err := db.writeL0(mem)
+		t, err := db.writeL0(mem, TableRecovery)
 		if err != nil {
 			return err
 		}
@@ -353,6 +353,7 @@ func (db *DB) startLogAndManifest(v *manifest.Version, edit *manifest.VersionEdi
 	if err != nil {
 		return nil, err
 	}
+	db.walCreated(edit.LogNum)
 	db.log = db.newWALWriter(f)
 	db.mem = db.newMemTable(edit.LogNum)
 	edit.LastSeqNum = db.lastSeq
@@ -551,10 +552,17 @@ func (db *DB) deleteObsoleteFiles(names []string) {
 		case fileTypeTemp:
 			obsolete = true
 		}
-		if obsolete {
-			if err := db.fs.Remove(db.fs.PathJoin(db.dir, name)); err != nil {
-				db.logf("removing %s: %v", name, err)
-			}
+		if !obsolete {
+			continue
+		}
+		var err error
+		if t == fileTypeTable || t == fileTypeLog {
+			err = db.removeFile(t, num, TableObsolete) // tells the listener
+		} else {
+			err = db.fs.Remove(db.fs.PathJoin(db.dir, name))
+		}
+		if err != nil {
+			db.logf("removing %s: %v", name, err)
 		}
 	}
 }

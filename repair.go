@@ -142,6 +142,7 @@ func (r *repairer) run() error {
 	if err != nil {
 		return err
 	}
+	db.walCreated(logNum)
 	w := wal.NewWriter(f)
 	err = w.Sync()
 	if cerr := w.Close(); err == nil {
@@ -173,7 +174,13 @@ func (r *repairer) run() error {
 	}
 	r.intact = nil
 	for _, name := range r.used {
-		if err := db.fs.Remove(db.fs.PathJoin(db.dir, name)); err != nil {
+		var err error
+		if t, num, ok := parseFileName(name); ok && (t == fileTypeTable || t == fileTypeLog) {
+			err = db.removeFile(t, num, TableObsolete) // tells the listener
+		} else {
+			err = db.fs.Remove(db.fs.PathJoin(db.dir, name))
+		}
+		if err != nil {
 			db.logf("repair: removing %s: %v (Open removes it)", name, err)
 		}
 	}
@@ -324,14 +331,14 @@ func (r *repairer) merge() ([]*table, error) {
 	// they held. The next compaction of their keys drops them.
 	spans := rangedel.Merge(tombs...)
 	it := compaction.NewIter(merged, spans, nil, nil)
-	out, err := db.writeTables(it, compaction.CompactTombstones(spans, nil, nil), manifest.NumLevels-1, db.opts.TargetFileSize, nil, nil, size)
+	out, err := db.writeTables(it, compaction.CompactTombstones(spans, nil, nil), manifest.NumLevels-1, db.opts.TargetFileSize, nil, nil, size, TableRepair)
 	if cerr := merged.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
 	if err != nil {
 		for _, t := range out {
 			t.reader.Close()
-			db.fs.Remove(db.fileName(fileTypeTable, t.meta.FileNum))
+			db.removeFile(fileTypeTable, t.meta.FileNum, TableFailed)
 		}
 		return nil, err
 	}
