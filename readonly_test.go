@@ -120,6 +120,18 @@ func TestReadOnlyWritesNothing(t *testing.T) {
 				t.Fatalf("iterator found %d entries, want %d", n, live)
 			}
 			tryWrites(t, db)
+			_ = db.Metrics().String()
+			if _, err := db.TraceGet([]byte("key030")); err != nil {
+				t.Fatal(err)
+			}
+			snap := db.NewSnapshot()
+			wantSnap, err := snap.Get([]byte("key030"))
+			if err != nil || string(wantSnap) != want["key030"] {
+				t.Fatalf("snapshot Get(key030) = %q, %v; want %q", wantSnap, err, want["key030"])
+			}
+			if err := snap.Close(); err != nil {
+				t.Fatal(err)
+			}
 			if err := Check("db", opts); err != nil {
 				t.Fatalf("Check beside a read-only open: %v", err)
 			}
