@@ -111,12 +111,19 @@ func Open(dir string, opts *Options) (*DB, error) {
 
 // checkStoreExists applies Options.ErrorIfNotExists, ErrorIfExists and
 // ReadOnly's need of a store, given whether the directory holds one (a
-// CURRENT file).
+// CURRENT file). A directory without CURRENT that holds a store's tables
+// or WALs is a store that lost its CURRENT: that is the corruption error
+// failedCreate returns, not "no store here".
 func (db *DB) checkStoreExists(exists bool) error {
 	switch {
 	case exists && db.opts.ErrorIfExists:
 		return fmt.Errorf("a store is here, and Options.ErrorIfExists is set: %w", fs.ErrExist)
 	case !exists && (db.opts.ReadOnly || db.opts.ErrorIfNotExists):
+		if names, err := db.fs.List(db.dir); err == nil {
+			if _, err := db.failedCreate(names); err != nil {
+				return err
+			}
+		}
 		return fmt.Errorf("no store here (no CURRENT file), and a read-only open or Options.ErrorIfNotExists creates none: %w", fs.ErrNotExist)
 	}
 	return nil

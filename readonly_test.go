@@ -356,6 +356,21 @@ func TestOpenExistenceOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A store that lost its CURRENT is reported as damaged, not as absent.
+	if err := mem.MkdirAll("lost", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, mem, "lost/000004.sst", []byte("a table"))
+	for _, o := range []Options{{ErrorIfNotExists: true}, {ReadOnly: true}} {
+		o.FS = mem
+		if db, err := Open("lost", &o); !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), "000004.sst") {
+			if err == nil {
+				db.Close()
+			}
+			t.Fatalf("Open of a store without CURRENT, ReadOnly %v: %v, want corruption naming its table", o.ReadOnly, err)
+		}
+	}
+
 	for _, o := range []Options{{ErrorIfExists: true, ErrorIfNotExists: true}, {ErrorIfExists: true, ReadOnly: true}} {
 		o.FS = mem
 		if db, err := Open("db", &o); err == nil || !strings.Contains(err.Error(), "every directory") {
