@@ -12,10 +12,12 @@ import (
 	"github.com/shale-db/shale/internal/wal"
 )
 
-// Check verifies the closed store in dir without changing it (but for
-// creating its LOCK file if there is none, as Open would). It takes the
-// store's LOCK, so it fails at once, with an error that is not corruption,
-// if the store is open (in this process or another). It returns nil when the
+// Check verifies the closed store in dir without writing anything to its
+// directory. It takes the store's LOCK shared, as a read-only Open does
+// (see Options.ReadOnly, also for a store without a LOCK file), so it
+// fails at once, with an error that is not corruption, if the store is open
+// read-write (in this process or another), and runs beside read-only opens
+// and other Checks. It returns nil when the
 // store is consistent; otherwise a *CheckError, which matches ErrCorruption,
 // listing every problem found, each itself matching ErrCorruption and
 // naming the file and, where known, the offset.
@@ -52,7 +54,9 @@ func Check(dir string, opts *Options) error {
 	if err := opts.validate(); err != nil {
 		return err
 	}
-	db := offlineDB(dir, opts.withDefaults())
+	o := opts.withDefaults()
+	o.ReadOnly = true
+	db := offlineDB(dir, o)
 	lock, err := db.lockClosed()
 	if err != nil {
 		return fmt.Errorf("shale: check %s: %w", dir, err)
@@ -100,9 +104,10 @@ func offlineDB(dir string, o Options) *DB {
 }
 
 // lockClosed takes the LOCK of the store in db.dir, which must exist (it is
-// not created), for Check and Repair. A directory holding no file named as
-// a store's is refused before the lock, which would create a LOCK file in
-// it: a mistyped path gets no file.
+// not created), for Check (read-only: shared) and Repair (exclusive; see
+// lockStore). A directory holding no file named as a store's is refused
+// before the lock, which would create a LOCK file in it: a mistyped path
+// gets no file.
 func (db *DB) lockClosed() (io.Closer, error) {
 	if _, err := db.fs.Stat(db.dir); err != nil {
 		return nil, err
@@ -114,7 +119,7 @@ func (db *DB) lockClosed() (io.Closer, error) {
 	if !slices.ContainsFunc(names, func(name string) bool { _, _, ok := parseFileName(name); return ok }) {
 		return nil, errors.New("no store here (no file of a store)")
 	}
-	return db.fs.Lock(db.fileName(fileTypeLock, 0))
+	return db.lockStore()
 }
 
 // storeFiles are the tables and WALs in a store's directory, by file number,

@@ -1,6 +1,7 @@
 package shale
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -240,6 +241,7 @@ func (db *DB) setBackgroundErrorLocked(err error) error {
 	if db.bgErr == nil {
 		db.bgErr = err
 		db.logf("background error: %v", err)
+		db.backgroundError(err)
 	}
 	db.cond.Broadcast()
 	return db.bgErr
@@ -253,9 +255,21 @@ func (db *DB) setBackgroundErrorLocked(err error) error {
 // new WAL.
 func (db *DB) makeRoomForWrite(force bool) error {
 	var stallStart time.Time
+	// stall marks the start of a stall, telling the listener why (format
+	// and args) if it is the start.
+	stall := func(format string, args ...any) {
+		if stallStart.IsZero() {
+			stallStart = time.Now()
+			if db.listener().WriteStallBegin != nil {
+				db.writeStallBegin(fmt.Sprintf(format, args...))
+			}
+		}
+	}
 	defer func() {
 		if !stallStart.IsZero() {
-			db.stats.stallNanos.Add(sinceNanos(stallStart))
+			d := time.Since(stallStart)
+			db.stats.stallNanos.Add(int64(d))
+			db.writeStallEnd(d)
 		}
 	}()
 	if d := db.slowdown(); d > 0 {
@@ -277,14 +291,10 @@ func (db *DB) makeRoomForWrite(force bool) error {
 		case force && db.mem.Empty():
 			return nil
 		case len(db.imm) >= db.opts.MaxImmutableMemTables:
-			if stallStart.IsZero() {
-				stallStart = time.Now()
-			}
+			stall("memtables: %d wait for a flush (MaxImmutableMemTables %d)", len(db.imm), db.opts.MaxImmutableMemTables)
 			db.cond.Wait()
 		case !db.opts.DisableAutomaticCompactions && l0 >= db.opts.L0StopWritesThreshold:
-			if stallStart.IsZero() {
-				stallStart = time.Now()
-			}
+			stall("L0: %d tables wait for a compaction (L0StopWritesThreshold %d)", l0, db.opts.L0StopWritesThreshold)
 			db.maybeScheduleCompaction()
 			db.cond.Wait()
 		default:
@@ -398,6 +408,7 @@ func (db *DB) startWAL(old *wal.Writer, num uint64) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	db.walCreated(num)
 	if err := db.fs.SyncDir(db.dir); err != nil {
 		f.Close()
 		return nil, err

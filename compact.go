@@ -28,7 +28,7 @@ func (db *DB) scheduleFlush() {
 // maybeScheduleCompaction wakes the compaction goroutine, which decides
 // whether there is anything to do.
 func (db *DB) maybeScheduleCompaction() {
-	if db.opts.DisableAutomaticCompactions {
+	if db.opts.DisableAutomaticCompactions || db.opts.ReadOnly {
 		return
 	}
 	select {
@@ -73,7 +73,7 @@ func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
 	edit := &manifest.VersionEdit{LogNum: nextLogNum}
 	var added []*table
 	if !imm.Empty() {
-		t, err := db.writeL0(imm.MemTable)
+		t, err := db.writeL0(imm.MemTable, TableFlush)
 		if err != nil {
 			return err
 		}
@@ -86,7 +86,7 @@ func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
 		closeTables(added) // their files go at the next Open
 		return err
 	}
-	if err := db.fs.Remove(db.fileName(fileTypeLog, imm.logNum)); err != nil {
+	if err := db.removeFile(fileTypeLog, imm.logNum, ""); err != nil {
 		db.logf("removing flushed WAL: %v", err)
 	}
 	// Count the flush and tell the listener before waking its waiters:
@@ -110,14 +110,14 @@ func (db *DB) flushMemTable(imm *memTable, nextLogNum uint64) error {
 	return nil
 }
 
-// writeL0 writes a memtable as one table. Versions no snapshot can see are
-// left out; tombstones, point and range, stay (deeper levels may hold what
-// they delete).
-func (db *DB) writeL0(mem *memtable.MemTable) (*table, error) {
+// writeL0 writes a memtable as one table, for reason (TableFlush or
+// TableRecovery). Versions no snapshot can see are left out; tombstones,
+// point and range, stay (deeper levels may hold what they delete).
+func (db *DB) writeL0(mem *memtable.MemTable, reason string) (*table, error) {
 	snaps := db.snapshotSeqs()
 	spans := mem.RangeDels()
 	it := compaction.NewIter(mem.NewIter(), spans, snaps, nil)
-	tables, err := db.writeTables(it, compaction.CompactTombstones(spans, snaps, nil), 0, 0, nil, nil, int64(mem.Size()))
+	tables, err := db.writeTables(it, compaction.CompactTombstones(spans, snaps, nil), 0, 0, nil, nil, int64(mem.Size()), reason)
 	if err != nil {
 		return nil, err
 	}
@@ -178,8 +178,9 @@ func (db *DB) newFileNum() uint64 {
 // written are removed.
 //
 // inputs and size, the files being replaced and the bytes expected, tell
-// the filter policy the shape of the tree after the write.
-func (db *DB) writeTables(it *compaction.Iter, tombs rangedel.Spans, level int, targetSize int64, below []*manifest.FileMeta, inputs []levelFile, size int64) (out []*table, err error) {
+// the filter policy the shape of the tree after the write; reason is what
+// the listener's TableCreated is told.
+func (db *DB) writeTables(it *compaction.Iter, tombs rangedel.Spans, level int, targetSize int64, below []*manifest.FileMeta, inputs []levelFile, size int64, reason string) (out []*table, err error) {
 	var (
 		w        *sstable.Writer
 		fileNum  uint64
@@ -215,7 +216,7 @@ func (db *DB) writeTables(it *compaction.Iter, tombs rangedel.Spans, level int, 
 		}
 		for _, t := range out {
 			t.reader.Close()
-			db.fs.Remove(db.fileName(fileTypeTable, t.meta.FileNum))
+			db.removeFile(fileTypeTable, t.meta.FileNum, TableFailed)
 		}
 		out = nil
 	}()
@@ -255,7 +256,7 @@ func (db *DB) writeTables(it *compaction.Iter, tombs rangedel.Spans, level int, 
 		w, closing = nil, c
 		go func() {
 			defer close(c.done)
-			c.t, c.err = db.closeTable(tw, num)
+			c.t, c.err = db.closeTable(tw, num, level, reason)
 		}()
 		return nil
 	}
@@ -321,8 +322,9 @@ type closingTable struct {
 }
 
 // closeTable closes table fileNum's writer w (writing its last blocks and
-// syncing it) and opens the table for reading. On error the file is removed.
-func (db *DB) closeTable(w *sstable.Writer, fileNum uint64) (*table, error) {
+// syncing it), opens the table for reading and tells the listener that it
+// was created for level, for reason. On error the file is removed.
+func (db *DB) closeTable(w *sstable.Writer, fileNum uint64, level int, reason string) (*table, error) {
 	name := db.fileName(fileTypeTable, fileNum)
 	props, err := w.Close()
 	if err != nil {
@@ -344,6 +346,7 @@ func (db *DB) closeTable(w *sstable.Writer, fileNum uint64) (*table, error) {
 		db.fs.Remove(name)
 		return nil, err
 	}
+	db.tableCreated(reason, level, meta)
 	return t, nil
 }
 
@@ -541,11 +544,11 @@ func (db *DB) runCompaction(v *version, job compactionJob) error {
 	if job.outputLevel+1 < manifest.NumLevels {
 		below = v.Levels[job.outputLevel+1]
 	}
-	out, err := db.writeTables(it, outTombs, job.outputLevel, db.opts.TargetFileSize, below, job.inputs, bytesIn)
+	out, err := db.writeTables(it, outTombs, job.outputLevel, db.opts.TargetFileSize, below, job.inputs, bytesIn, TableCompaction)
 	if cerr := merged.Close(); err == nil && cerr != nil {
 		for _, t := range out {
 			t.reader.Close()
-			db.fs.Remove(db.fileName(fileTypeTable, t.meta.FileNum))
+			db.removeFile(fileTypeTable, t.meta.FileNum, TableFailed)
 		}
 		err = cerr
 	}
@@ -587,7 +590,7 @@ func (db *DB) runCompaction(v *version, job compactionJob) error {
 // snapshot needs. When it returns, all live data is in the bottom level, and
 // the tables it replaced are deleted unless an iterator still reads them.
 func (db *DB) Compact() error {
-	if err := db.enter(); err != nil {
+	if err := db.enterWrite(); err != nil {
 		return err
 	}
 	defer db.leave()

@@ -47,6 +47,9 @@ var (
 	// ErrCorruption: stored bytes are not what their format says. The error
 	// names the file and, where known, the offset.
 	ErrCorruption = base.ErrCorruption
+	// ErrReadOnly: a write (Put, Delete, DeleteRange, Apply, Flush,
+	// Compact) to a store opened with Options.ReadOnly.
+	ErrReadOnly = errors.New("shale: the store was opened read-only")
 )
 
 // DB is an open store. Every method is safe for concurrent use.
@@ -255,6 +258,19 @@ func (db *DB) enter() error {
 
 func (db *DB) leave() { db.closeMu.RUnlock() }
 
+// enterWrite is enter for a call that changes the store: it also fails,
+// with ErrReadOnly, on a store opened read-only.
+func (db *DB) enterWrite() error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	if db.opts.ReadOnly {
+		db.leave()
+		return ErrReadOnly
+	}
+	return nil
+}
+
 // Put sets key to value.
 func (db *DB) Put(key, value []byte) error {
 	b := getBatch()
@@ -324,7 +340,7 @@ type WriteOptions struct {
 // that a store opened with NoSync can still make some writes (a replicated
 // log, say) durable one by one, beside unsynced derived state.
 func (db *DB) ApplyWithOptions(b *Batch, o WriteOptions) error {
-	if err := db.enter(); err != nil {
+	if err := db.enterWrite(); err != nil {
 		return err
 	}
 	defer db.leave()
@@ -537,7 +553,7 @@ func (db *DB) publishReadState() {
 // Flush writes the memtable to an SSTable and returns once the table is in
 // the MANIFEST.
 func (db *DB) Flush() error {
-	if err := db.enter(); err != nil {
+	if err := db.enterWrite(); err != nil {
 		return err
 	}
 	defer db.leave()

@@ -19,16 +19,19 @@ import (
 	"github.com/shale-db/shale/internal/wal"
 )
 
-// Open opens the store in dir, creating dir and an empty store if needed.
-// nil opts means the defaults. Opening a store that is open, in this process
-// or another, fails at once.
+// Open opens the store in dir, creating dir and an empty store if needed
+// (unless Options.ErrorIfNotExists or ReadOnly). nil opts means the
+// defaults. Opening a store that is open read-write, in this process or
+// another, fails at once, as does a read-write Open of a store that is open
+// read-only (see Options.ReadOnly).
 //
 // Recovery: read CURRENT and replay the MANIFEST it names, open every live
 // table, replay each WAL the MANIFEST does not cover into a memtable, write
 // that memtable as an L0 table, start a new WAL and a new MANIFEST, and
 // remove every file nothing refers to. Recovery is idempotent: a crash at
 // any point of it leaves a directory the next Open recovers to the same
-// data (see recover).
+// data (see recover). A read-only Open stops after the replay: the
+// replayed memtable stays the DB's memtable, and nothing is written.
 func Open(dir string, opts *Options) (*DB, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -52,10 +55,24 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if o.RowCacheSize > 0 {
 		db.rowCache = sstable.NewRowCache(o.RowCacheSize)
 	}
-	if err := db.makeDir(dir); err != nil {
-		return nil, fmt.Errorf("shale: open %s: %w", dir, err)
+	// Refuse before anything is created; recover checks again under the
+	// lock, in case another process made or removed a store meanwhile.
+	if o.ReadOnly || o.ErrorIfNotExists || o.ErrorIfExists {
+		_, err := db.fs.Stat(db.fileName(fileTypeCurrent, 0))
+		exists := err == nil
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			err = db.checkStoreExists(exists)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("shale: open %s: %w", dir, err)
+		}
 	}
-	lock, err := db.fs.Lock(db.fileName(fileTypeLock, 0))
+	if !o.ReadOnly {
+		if err := db.makeDir(dir); err != nil {
+			return nil, fmt.Errorf("shale: open %s: %w", dir, err)
+		}
+	}
+	lock, err := db.lockStore()
 	if err != nil {
 		return nil, fmt.Errorf("shale: open %s: %w", dir, err)
 	}
@@ -81,13 +98,59 @@ func Open(dir string, opts *Options) (*DB, error) {
 	db.mu.Lock()
 	db.publishReadState() // the first: it replaces none
 	db.mu.Unlock()
-	db.bgWG.Add(3)
-	go db.flushLoop()
-	go db.compactLoop()
+	db.bgWG.Add(1)
 	go db.deleteLoop()
-	db.maybeScheduleCompaction()
+	if !o.ReadOnly {
+		db.bgWG.Add(2)
+		go db.flushLoop()
+		go db.compactLoop()
+		db.maybeScheduleCompaction()
+	}
 	return db, nil
 }
+
+// checkStoreExists applies Options.ErrorIfNotExists, ErrorIfExists and
+// ReadOnly's need of a store, given whether the directory holds one (a
+// CURRENT file). A directory without CURRENT that holds a store's tables
+// or WALs is a store that lost its CURRENT: that is the corruption error
+// failedCreate returns, not "no store here".
+func (db *DB) checkStoreExists(exists bool) error {
+	switch {
+	case exists && db.opts.ErrorIfExists:
+		return fmt.Errorf("a store is here, and Options.ErrorIfExists is set: %w", fs.ErrExist)
+	case !exists && (db.opts.ReadOnly || db.opts.ErrorIfNotExists):
+		if names, err := db.fs.List(db.dir); err == nil {
+			if _, err := db.failedCreate(names); err != nil {
+				return err
+			}
+		}
+		return fmt.Errorf("no store here (no CURRENT file), and a read-only open or Options.ErrorIfNotExists creates none: %w", fs.ErrNotExist)
+	}
+	return nil
+}
+
+// lockStore takes the store's LOCK: exclusively, creating the file if
+// needed; or, for a read-only open, shared, which creates nothing. A
+// read-only open of a store without a LOCK file takes no lock (see
+// Options.ReadOnly): the store was copied without it, and making one would
+// write to the directory.
+func (db *DB) lockStore() (io.Closer, error) {
+	name := db.fileName(fileTypeLock, 0)
+	if !db.opts.ReadOnly {
+		return db.fs.Lock(name)
+	}
+	l, err := db.fs.LockShared(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		db.logf("%s is absent: opened read-only without a lock", name)
+		return noLock{}, nil
+	}
+	return l, err
+}
+
+// noLock is the lock of a read-only open of a store without a LOCK file.
+type noLock struct{}
+
+func (noLock) Close() error { return nil }
 
 // makeDir creates dir and any missing parents, and makes each new
 // directory's entry durable by syncing the directory that holds it: syncing
@@ -152,7 +215,11 @@ func (db *DB) recover() error {
 	v := &manifest.Version{}
 	db.nextFileNum = 1
 	cutOff := ""
-	if slices.Contains(names, "CURRENT") {
+	hasCurrent := slices.Contains(names, "CURRENT")
+	if err := db.checkStoreExists(hasCurrent); err != nil {
+		return fmt.Errorf("shale: open %s: %w", db.dir, err)
+	}
+	if hasCurrent {
 		num, err := db.readCurrent()
 		if err != nil {
 			return err
@@ -195,11 +262,20 @@ func (db *DB) recover() error {
 		}
 	}
 	mem := memtable.New()
-	defer mem.Free() // flushed below, or dropped with the failed Open
 	if err := db.replayLogs(names, missing, mem); err != nil {
+		mem.Free()
 		return err
 	}
 	db.visibleSeq.Store(uint64(db.lastSeq))
+	if db.opts.ReadOnly {
+		// The replayed writes stay in memory, in the DB's memtable: a
+		// read-only DB writes no table, WAL or MANIFEST, and removes
+		// nothing.
+		db.mem = &memTable{MemTable: mem, logNum: db.logNum, db: db}
+		db.mem.refs.Store(1)
+		return nil
+	}
+	defer mem.Free() // flushed below, or dropped with the failed Open
 
 	// Flush what was replayed, then start the new WAL and MANIFEST.
 	logNum := db.nextFileNum
@@ -207,7 +283,7 @@ func (db *DB) recover() error {
 	edit := &manifest.VersionEdit{LogNum: logNum}
 	var newTables []*table
 	if !mem.Empty() {
-		t, err := db.writeL0(mem)
+		t, err := db.writeL0(mem, TableRecovery)
 		if err != nil {
 			return err
 		}
@@ -284,6 +360,7 @@ func (db *DB) startLogAndManifest(v *manifest.Version, edit *manifest.VersionEdi
 	if err != nil {
 		return nil, err
 	}
+	db.walCreated(edit.LogNum)
 	db.log = db.newWALWriter(f)
 	db.mem = db.newMemTable(edit.LogNum)
 	db.mem.firstSeq = db.lastSeq + 1
@@ -485,10 +562,17 @@ func (db *DB) deleteObsoleteFiles(names []string) {
 		case fileTypeTemp:
 			obsolete = true
 		}
-		if obsolete {
-			if err := db.fs.Remove(db.fs.PathJoin(db.dir, name)); err != nil {
-				db.logf("removing %s: %v", name, err)
-			}
+		if !obsolete {
+			continue
+		}
+		var err error
+		if t == fileTypeTable || t == fileTypeLog {
+			err = db.removeFile(t, num, TableObsolete) // tells the listener
+		} else {
+			err = db.fs.Remove(db.fs.PathJoin(db.dir, name))
+		}
+		if err != nil {
+			db.logf("removing %s: %v", name, err)
 		}
 	}
 }

@@ -144,8 +144,31 @@ type Options struct {
 	// recovery). nil: silent.
 	Logger func(format string, args ...any)
 	// EventListener, when set, is told of each flush and compaction as it
-	// ends (see EventListener). nil: nobody is.
+	// ends, and of the events operators alert on (see EventListener). nil:
+	// nobody is.
 	EventListener *EventListener
+
+	// ReadOnly opens the store without writing anything to its directory:
+	// no file is created, written, renamed or removed. The WALs are
+	// replayed into memory (a torn tail is left where it is), nothing is
+	// flushed or compacted, and every write (Put, Delete, DeleteRange,
+	// Apply, Flush, Compact) returns an error matching ErrReadOnly. The
+	// store must exist (else an error matching fs.ErrNotExist). Read-only
+	// opens take a shared lock on the LOCK file: several of them coexist,
+	// and a read-write Open excludes them and is excluded by them. A
+	// store whose LOCK file is absent (a copy made without it) opens
+	// read-only without a lock, since taking one would create the file;
+	// a read-write Open is then not excluded, and creates it. See
+	// docs/operations.md, "Read-only use".
+	ReadOnly bool
+	// ErrorIfNotExists makes Open fail, creating nothing, with an error
+	// matching fs.ErrNotExist, when dir holds no store (no CURRENT file),
+	// instead of creating one there.
+	ErrorIfNotExists bool
+	// ErrorIfExists makes Open fail, touching nothing, with an error
+	// matching fs.ErrExist, when dir already holds a store (a CURRENT
+	// file).
+	ErrorIfExists bool
 }
 
 // validate rejects settings that have no meaning, before anything is
@@ -162,6 +185,12 @@ func (o *Options) validate() error {
 	case o.BlockSize < 0, o.RowCacheSize < 0, o.MaxOpenFiles < 0, o.MaxImmutableMemTables < 0, o.L0CompactionThreshold < 0,
 		o.L0SlowdownWritesThreshold < 0, o.L0StopWritesThreshold < 0, o.LBaseMaxBytes < 0, o.TargetFileSize < 0:
 		return fmt.Errorf("shale: Options has a negative size or count")
+	}
+	switch {
+	case o.ErrorIfExists && o.ErrorIfNotExists:
+		return fmt.Errorf("shale: Options.ErrorIfExists and ErrorIfNotExists together refuse every directory")
+	case o.ErrorIfExists && o.ReadOnly:
+		return fmt.Errorf("shale: Options.ErrorIfExists with ReadOnly refuses every directory: a read-only open creates no store")
 	}
 	if err := o.Prefix.validate(); err != nil {
 		return err

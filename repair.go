@@ -56,9 +56,13 @@ const lostDir = "lost"
 // yet removed them): their versions are older than the ones that replaced
 // them, so they lose the merge, except a version whose deletion a compaction
 // has since dropped. Repair needs free space for a second copy of the data.
+// Options.ReadOnly makes it fail with ErrReadOnly, touching nothing.
 func Repair(dir string, opts *Options) error {
 	if err := opts.validate(); err != nil {
 		return err
+	}
+	if opts != nil && opts.ReadOnly {
+		return fmt.Errorf("shale: repair %s: %w", dir, ErrReadOnly)
 	}
 	db := offlineDB(dir, opts.withDefaults())
 	lock, err := db.lockClosed()
@@ -138,6 +142,7 @@ func (r *repairer) run() error {
 	if err != nil {
 		return err
 	}
+	db.walCreated(logNum)
 	w := wal.NewWriter(f)
 	err = w.Sync()
 	if cerr := w.Close(); err == nil {
@@ -169,7 +174,13 @@ func (r *repairer) run() error {
 	}
 	r.intact = nil
 	for _, name := range r.used {
-		if err := db.fs.Remove(db.fs.PathJoin(db.dir, name)); err != nil {
+		var err error
+		if t, num, ok := parseFileName(name); ok && (t == fileTypeTable || t == fileTypeLog) {
+			err = db.removeFile(t, num, TableObsolete) // tells the listener
+		} else {
+			err = db.fs.Remove(db.fs.PathJoin(db.dir, name))
+		}
+		if err != nil {
 			db.logf("repair: removing %s: %v (Open removes it)", name, err)
 		}
 	}
@@ -320,14 +331,14 @@ func (r *repairer) merge() ([]*table, error) {
 	// they held. The next compaction of their keys drops them.
 	spans := rangedel.Merge(tombs...)
 	it := compaction.NewIter(merged, spans, nil, nil)
-	out, err := db.writeTables(it, compaction.CompactTombstones(spans, nil, nil), manifest.NumLevels-1, db.opts.TargetFileSize, nil, nil, size)
+	out, err := db.writeTables(it, compaction.CompactTombstones(spans, nil, nil), manifest.NumLevels-1, db.opts.TargetFileSize, nil, nil, size, TableRepair)
 	if cerr := merged.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
 	if err != nil {
 		for _, t := range out {
 			t.reader.Close()
-			db.fs.Remove(db.fileName(fileTypeTable, t.meta.FileNum))
+			db.removeFile(fileTypeTable, t.meta.FileNum, TableFailed)
 		}
 		return nil, err
 	}

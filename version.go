@@ -66,7 +66,7 @@ func (t *table) removeFile() {
 		return
 	}
 	db := t.db
-	if err := db.fs.Remove(db.fileName(fileTypeTable, t.meta.FileNum)); err != nil {
+	if err := db.removeFile(fileTypeTable, t.meta.FileNum, TableObsolete); err != nil {
 		db.logf("deleting obsolete table %06d: %v", t.meta.FileNum, err)
 	}
 }

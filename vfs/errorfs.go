@@ -159,6 +159,14 @@ func (e *ErrorFS) Lock(name string) (io.Closer, error) {
 	return e.FS.Lock(name)
 }
 
+// LockShared implements FS as an OpLock, like Lock.
+func (e *ErrorFS) LockShared(name string) (io.Closer, error) {
+	if err := e.check(OpLock, name); err != nil {
+		return nil, err
+	}
+	return e.FS.LockShared(name)
+}
+
 // MkdirAll implements FS.
 func (e *ErrorFS) MkdirAll(dir string, perm os.FileMode) error {
 	if err := e.check(OpMkdirAll, dir); err != nil {

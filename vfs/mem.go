@@ -32,7 +32,9 @@ type MemFS struct {
 	// SyncDir of the directory holding it; the root always is. A directory
 	// survives a crash only if it and every directory above it do.
 	durableDirs map[string]bool
-	locks       map[string]bool
+	// locks are the held locks by name: -1 for Lock's holder, else the
+	// number of LockShared holders.
+	locks map[string]int
 }
 
 type memNode struct {
@@ -67,7 +69,7 @@ func NewMem() *MemFS {
 		dirs:        map[string]bool{".": true},
 		durable:     map[string]*memNode{},
 		durableDirs: map[string]bool{".": true},
-		locks:       map[string]bool{},
+		locks:       map[string]int{},
 	}
 }
 
@@ -245,26 +247,46 @@ func (m *MemFS) Lock(name string) (io.Closer, error) {
 	if err := m.checkDir("lock", name); err != nil {
 		return nil, err
 	}
-	if m.locks[name] {
+	if m.locks[name] != 0 {
 		return nil, fmt.Errorf("%s: %w", name, ErrLocked)
 	}
-	m.locks[name] = true
+	m.locks[name] = -1
 	if _, ok := m.files[name]; !ok {
 		m.files[name] = &memNode{modTime: time.Now()}
 	}
 	return &memLock{fs: m, name: name}, nil
 }
 
+// LockShared implements FS. Locks are held in this MemFS only.
+func (m *MemFS) LockShared(name string) (io.Closer, error) {
+	name = clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.files[name]; !ok {
+		return nil, notExist("lock", name)
+	}
+	if m.locks[name] < 0 {
+		return nil, fmt.Errorf("%s: %w", name, ErrLocked)
+	}
+	m.locks[name]++
+	return &memLock{fs: m, name: name, shared: true}, nil
+}
+
 type memLock struct {
-	fs   *MemFS
-	name string
-	once sync.Once
+	fs     *MemFS
+	name   string
+	shared bool
+	once   sync.Once
 }
 
 func (l *memLock) Close() error {
 	l.once.Do(func() {
 		l.fs.mu.Lock()
-		delete(l.fs.locks, l.name)
+		if l.shared && l.fs.locks[l.name] > 1 {
+			l.fs.locks[l.name]--
+		} else {
+			delete(l.fs.locks, l.name)
+		}
 		l.fs.mu.Unlock()
 	})
 	return nil

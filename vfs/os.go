@@ -96,7 +96,23 @@ func (osFS) Lock(name string) (io.Closer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	return flock(f, name, syscall.LOCK_EX)
+}
+
+// LockShared uses flock(2) with LOCK_SH on the file opened for reading
+// only, which also works on a read-only file system.
+func (osFS) LockShared(name string) (io.Closer, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return flock(f, name, syscall.LOCK_SH)
+}
+
+// flock locks f (named name) in mode (LOCK_EX or LOCK_SH) without waiting
+// and returns it as the lock's Closer; on failure it closes f.
+func flock(f *os.File, name string, mode int) (io.Closer, error) {
+	if err := syscall.Flock(int(f.Fd()), mode|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("%s: %w", name, ErrLocked)

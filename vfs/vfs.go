@@ -107,9 +107,17 @@ type FS interface {
 	// Stat describes name.
 	Stat(name string) (os.FileInfo, error)
 	// Lock takes an exclusive lock on name, creating it if needed. It fails
-	// at once, without waiting, if the lock is held, in this process or
-	// another. Closing the returned Closer releases the lock.
+	// at once, without waiting, if the lock is held, exclusively or shared,
+	// in this process or another. Closing the returned Closer releases the
+	// lock.
 	Lock(name string) (io.Closer, error)
+	// LockShared takes a shared lock on name, which must exist: it is not
+	// created, so that a reader writes nothing (an absent name is an error
+	// matching fs.ErrNotExist). Any number of shared holders coexist; it
+	// fails at once, without waiting, while Lock's holder has the lock, and
+	// Lock fails while any shared holder has it. Closing the returned
+	// Closer releases this holder's share.
+	LockShared(name string) (io.Closer, error)
 	// SyncDir makes the directory's entries (creations, renames, removals)
 	// durable.
 	SyncDir(dir string) error

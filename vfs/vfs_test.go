@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	iofs "io/fs"
 	"path"
 	"path/filepath"
 	"slices"
@@ -69,6 +70,7 @@ func testFS(t *testing.T, fs FS, dir string) {
 	lock, err = fs.Lock(fs.PathJoin(dir, "LOCK"))
 	must(t, err)
 	must(t, lock.Close())
+	testSharedLock(t, fs, dir)
 
 	must(t, fs.Link(fs.PathJoin(dir, "b"), fs.PathJoin(dir, "c")))
 	if err := fs.Link(fs.PathJoin(dir, "b"), fs.PathJoin(dir, "c")); err == nil || errors.Is(err, ErrLinkUnsupported) {
@@ -115,6 +117,41 @@ func TestMemFSLinkCrash(t *testing.T) {
 	if got := string(readAll(t, m.CrashClone(), "b/g")); got != "synced" {
 		t.Fatalf("the link reads %q after a crash, want the synced bytes", got)
 	}
+}
+
+// testSharedLock checks LockShared against Lock: shared holders coexist,
+// each excludes an exclusive holder until the last lets go, an exclusive
+// holder excludes them, and an absent file is not created.
+func testSharedLock(t *testing.T, fs FS, dir string) {
+	t.Helper()
+	name := fs.PathJoin(dir, "LOCK")
+	if _, err := fs.LockShared(fs.PathJoin(dir, "ABSENT")); !errors.Is(err, iofs.ErrNotExist) {
+		t.Fatalf("LockShared of an absent file = %v, want not exist", err)
+	}
+	if _, err := fs.Stat(fs.PathJoin(dir, "ABSENT")); !errors.Is(err, iofs.ErrNotExist) {
+		t.Fatalf("LockShared created the absent file: %v", err)
+	}
+	a, err := fs.LockShared(name)
+	must(t, err)
+	b, err := fs.LockShared(name)
+	must(t, err)
+	if _, err := fs.Lock(name); !errors.Is(err, ErrLocked) {
+		t.Fatalf("Lock while shared = %v, want ErrLocked", err)
+	}
+	must(t, a.Close())
+	if _, err := fs.Lock(name); !errors.Is(err, ErrLocked) {
+		t.Fatalf("Lock while one shared holder is left = %v, want ErrLocked", err)
+	}
+	must(t, b.Close())
+	x, err := fs.Lock(name)
+	must(t, err)
+	if _, err := fs.LockShared(name); !errors.Is(err, ErrLocked) {
+		t.Fatalf("LockShared while locked = %v, want ErrLocked", err)
+	}
+	must(t, x.Close())
+	a, err = fs.LockShared(name)
+	must(t, err)
+	must(t, a.Close())
 }
 
 func TestOSFS(t *testing.T)  { testFS(t, Default, t.TempDir()) }

@@ -1,11 +1,14 @@
 // Command kvsh is an interactive shell for a shale store.
 //
-//	kvsh [DIR]
+//	kvsh [-readonly] [DIR]
 //	kvsh check DIR
 //	kvsh repair DIR
 //
 // The first form opens (or creates) the store in DIR, ./shale-data by
-// default, and reads commands: put, get, del, scan, count,
+// default, and reads commands. With -readonly it opens an existing store
+// read-only (see shale.Options.ReadOnly): nothing is written to DIR, the
+// commands that write fail, and other read-only opens, kvsh check
+// included, may run beside it. The commands are: put, get, del, scan, count,
 // batch/commit/abort, snapshot, flush, compact, stats, load, bloom, policy,
 // seed, lookups, autocompact, rowcache, export-filter, filter, explain get,
 // web, open, check, repair, help, quit. web serves a live, read-only view of
@@ -42,30 +45,36 @@ import (
 
 func main() {
 	dir := "shale-data"
+	args := os.Args[1:]
+	var opts shale.Options
+	if len(args) > 0 && args[0] == "-readonly" {
+		opts.ReadOnly = true
+		args = args[1:]
+	}
 	switch {
-	case len(os.Args) == 1:
-	case len(os.Args) == 2:
-		dir = os.Args[1]
-	case len(os.Args) == 3 && (os.Args[1] == "check" || os.Args[1] == "repair"):
-		if err := tool(os.Stdout, os.Args[1], os.Args[2]); err != nil {
+	case len(args) == 0:
+	case len(args) == 1:
+		dir = args[0]
+	case len(args) == 2 && !opts.ReadOnly && (args[0] == "check" || args[0] == "repair"):
+		if err := tool(os.Stdout, args[0], args[1]); err != nil {
 			fmt.Fprintf(os.Stderr, "kvsh: %v\n", err)
 			os.Exit(1)
 		}
 		return
 	default:
-		fmt.Fprintln(os.Stderr, "usage: kvsh [DIR] | kvsh check DIR | kvsh repair DIR")
+		fmt.Fprintln(os.Stderr, "usage: kvsh [-readonly] [DIR] | kvsh check DIR | kvsh repair DIR")
 		os.Exit(2)
 	}
-	if err := run(os.Stdin, os.Stdout, dir, readline.DefaultIsTerminal()); err != nil {
+	if err := run(os.Stdin, os.Stdout, dir, readline.DefaultIsTerminal(), opts); err != nil {
 		fmt.Fprintf(os.Stderr, "kvsh: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-// run opens the store in dir and runs the commands read from in until quit
-// or the end of in. interactive says in and out are a terminal.
-func run(in io.Reader, out io.Writer, dir string, interactive bool) (err error) {
-	sh, err := newShell(out, dir, interactive)
+// run opens the store in dir with opts and runs the commands read from in
+// until quit or the end of in. interactive says in and out are a terminal.
+func run(in io.Reader, out io.Writer, dir string, interactive bool, opts shale.Options) (err error) {
+	sh, err := newShellWith(out, dir, interactive, opts)
 	if err != nil {
 		return err
 	}
@@ -110,7 +119,11 @@ func terminal(sh *shell, in io.Reader, out io.Writer) error {
 		return err
 	}
 	defer rl.Close()
-	fmt.Fprintf(out, "kvsh: store %s, %s; help lists the commands\n", sh.dir, sh.db.Metrics().Shape())
+	mode := ""
+	if sh.opts.ReadOnly {
+		mode = " (read-only)"
+	}
+	fmt.Fprintf(out, "kvsh: store %s%s, %s; help lists the commands\n", sh.dir, mode, sh.db.Metrics().Shape())
 	for {
 		rl.SetPrompt(sh.prompt())
 		line, err := rl.Readline()

@@ -33,7 +33,7 @@ type shell struct {
 	rng         *rand.Rand  // load's keys and values
 	filter      *playground // the filter command's standalone filter; nil until filter new
 	web         *webServer  // the web view, while it runs
-	events      eventRing   // the store's recent flushes and compactions, for the web view
+	events      eventRing   // the store's recent events, for the web view
 	// dbMu guards db and dir against the web view, which reads them from
 	// its own goroutines (see readStore). Only the shell's goroutine
 	// changes them, with dbMu held, so it reads them without.
@@ -276,7 +276,7 @@ func init() {
 		{name: "explain", args: "get KEY | scan FROM TO [prefix=P]", summary: "trace a lookup or a scan: memtables, tables, filters, block reads", min: 2, max: 3, options: []string{"prefix"}, inBatch: true, run: cmdExplain,
 			detail: "explain get KEY looks KEY up and prints each place it looked: memtables, tables skipped by key range or filter, row cache hits, blocks read. explain scan FROM TO scans the keys with FROM <= key < TO (and, with prefix=P, that start with P) and prints each memtable and table the scan considered: ruled out by its key range, by its range filter (see rangefilter) or by its prefix filter (see prefix), or read, with the entries it yielded and the blocks it read. Both read the snapshot if one is open."},
 		{name: "web", args: "[ADDR|stop]", summary: "serve a live, read-only view of the store to a browser; web stop ends it", max: 1, inBatch: true, noDB: true, run: cmdWeb,
-			detail: "Prints the URL. Without ADDR it listens on loopback (127.0.0.1) at a free port; ADDR (HOST:PORT, or a host) binds elsewhere, and other machines may then reach it. The page, refreshed every second while the shell goes on, draws the levels L0-L6 with each table to scale by key range and size (hover or click one for its keys, entries, filter and filter counts), the memtables, WAL, caches, write amplification and stalls, and the recent flushes and compactions; its lookup box draws the path of a get, as explain get prints it, and its scan box (FROM, TO, an optional prefix) the path of a bounded scan, as explain scan prints it. Read-only: it answers GET requests only and never writes to the store."},
+			detail: "Prints the URL. Without ADDR it listens on loopback (127.0.0.1) at a free port; ADDR (HOST:PORT, or a host) binds elsewhere, and other machines may then reach it. The page, refreshed every second while the shell goes on, draws the levels L0-L6 with each table to scale by key range and size (hover or click one for its keys, entries, filter and filter counts), the memtables, WAL, caches, write amplification and stalls, and the recent events (flushes, compactions, write stalls, background errors, tables and WALs created and deleted); its lookup box draws the path of a get, as explain get prints it, and its scan box (FROM, TO, an optional prefix) the path of a bounded scan, as explain scan prints it. Read-only: it answers GET requests only and never writes to the store."},
 		{name: "open", args: "DIR", summary: "close this store and open (or create) the one in DIR", min: 1, max: 1, noDB: true, run: cmdOpen,
 			detail: "The bloom, prefix and autocompact settings carry over. A directory that holds files but no store is refused, and the current store stays open if DIR cannot be opened."},
 		{name: "check", args: "[DIR]", summary: "verify the store in DIR (default: this one) and list every problem", max: 1, noDB: true, run: cmdCheck,

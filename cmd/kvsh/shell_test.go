@@ -18,13 +18,17 @@ import (
 // temporary directory, which is the working directory, so store paths are
 // short and the same from run to run. Directives:
 //
-//	session [dir=D]    start a session on store D (default "store"), ending
-//	                   the one before; prints the error if D cannot be opened
+//	session [dir=D] [readonly]
+//	                   start a session on store D (default "store"), ending
+//	                   the one before, opened read-only if asked; prints the
+//	                   error if D cannot be opened
 //	kvsh               run the input's lines in the session, printing each
 //	                   line after "> " and then its output
 //	prompt             print the interactive prompt
-//	run [dir=D]        run kvsh as a whole on D with the input as stdin, not
-//	                   on a terminal; prints its output and its error
+//	run [dir=D] [readonly]
+//	                   run kvsh (kvsh -readonly) as a whole on D with the
+//	                   input as stdin, not on a terminal; prints its output
+//	                   and its error
 //	lock dir=D         open the store in D outside kvsh and hold it open
 //	write-file path=P  create P (and its directory) with the input
 //	ls dir=D           list the files in D
@@ -60,7 +64,7 @@ func TestShell(t *testing.T) {
 			switch d.Cmd {
 			case "session":
 				endSession()
-				s, err := newShell(&out, dir, false)
+				s, err := newShellWith(&out, dir, false, shale.Options{ReadOnly: d.HasArg("readonly")})
 				if err != nil {
 					return fmt.Sprintf("error: %v\n", err)
 				}
@@ -82,7 +86,7 @@ func TestShell(t *testing.T) {
 			case "prompt":
 				return sh.prompt() + "\n"
 			case "run":
-				if err := run(strings.NewReader(d.Input), &out, dir, false); err != nil {
+				if err := run(strings.NewReader(d.Input), &out, dir, false, shale.Options{ReadOnly: d.HasArg("readonly")}); err != nil {
 					fmt.Fprintf(&out, "run: %v\n", err)
 				}
 			case "lock":

@@ -569,11 +569,14 @@ func buildScan(t *shale.ScanTrace, ks keySpace) webScan {
 	return sc
 }
 
-// maxWebEvents is how many recent events the view keeps.
-const maxWebEvents = 40
+// maxWebEvents is how many recent events the view keeps: a flush or a
+// compaction comes with an event for each table and WAL it creates or
+// deletes.
+const maxWebEvents = 100
 
-// eventRing keeps the store's recent flushes and compactions for the
-// view. The store's EventListener (see listener) fills it from the
+// eventRing keeps the store's recent events for the view: flushes,
+// compactions, write stalls, background errors, and the tables and WALs
+// created and deleted. The store's EventListener (see listener) fills it from the
 // background goroutines; it outlives reopens of the store.
 type eventRing struct {
 	mu     sync.Mutex
@@ -581,17 +584,21 @@ type eventRing struct {
 	events []webEvent // oldest first
 }
 
-// webEvent is one flush or compaction.
+// webEvent is one event. A flush or a compaction has inputs or outputs;
+// the other kinds have neither, and say what happened in Reason.
 type webEvent struct {
-	Seq      int64        `json:"seq"`
-	Time     string       `json:"time"` // local time, "15:04:05.000"
-	Kind     string       `json:"kind"` // "flush", or a shale.CompactionInfo's Kind
+	Seq  int64  `json:"seq"`
+	Time string `json:"time"` // local time, "15:04:05.000"
+	// Kind is "flush", a shale.CompactionInfo's Kind, "write stall",
+	// "write stall end", "background error", "table created", "table
+	// deleted", "WAL created" or "WAL deleted".
+	Kind     string       `json:"kind"`
 	Reason   string       `json:"reason,omitempty"`
 	Inputs   []webEventIO `json:"inputs"`
 	Outputs  []webEventIO `json:"outputs"`
 	BytesIn  int64        `json:"bytesIn"`
 	BytesOut int64        `json:"bytesOut"`
-	Millis   float64      `json:"millis"` // how long it took
+	Millis   float64      `json:"millis"` // how long it took; 0 for an instant
 }
 
 type webEventIO struct {
@@ -619,7 +626,34 @@ func (r *eventRing) listener() *shale.EventListener {
 			r.add(webEvent{Kind: ci.Kind, Reason: ci.Reason, Inputs: eventIOs(ci.Inputs), Outputs: eventIOs(ci.Outputs),
 				BytesIn: ci.BytesIn, BytesOut: ci.BytesOut, Millis: millis(ci.Duration)})
 		},
+		WriteStallBegin: func(i shale.WriteStallBeginInfo) { r.note("write stall", i.Reason, 0) },
+		WriteStallEnd:   func(i shale.WriteStallEndInfo) { r.note("write stall end", "", i.Duration) },
+		BackgroundError: func(err error) { r.note("background error", err.Error(), 0) },
+		TableCreated: func(i shale.TableCreateInfo) {
+			r.note("table created", fmt.Sprintf("L%d:%d, %d bytes (%s)", i.Table.Level, i.Table.FileNum, i.Table.Size, i.Reason), 0)
+		},
+		TableDeleted: func(i shale.TableDeleteInfo) { r.note("table deleted", fileNote(i.FileNum, i.Reason, i.Err), 0) },
+		WALCreated:   func(i shale.WALCreateInfo) { r.note("WAL created", fmt.Sprint(i.FileNum), 0) },
+		WALDeleted:   func(i shale.WALDeleteInfo) { r.note("WAL deleted", fileNote(i.FileNum, "", i.Err), 0) },
 	}
+}
+
+// note adds an event without inputs or outputs.
+func (r *eventRing) note(kind, reason string, d time.Duration) {
+	r.add(webEvent{Kind: kind, Reason: reason, Inputs: []webEventIO{}, Outputs: []webEventIO{}, Millis: millis(d)})
+}
+
+// fileNote describes a deleted file: its number, why, and the removal's
+// error if it failed.
+func fileNote(num uint64, reason string, err error) string {
+	s := fmt.Sprint(num)
+	if reason != "" {
+		s += " (" + reason + ")"
+	}
+	if err != nil {
+		s += ": removal failed: " + err.Error()
+	}
+	return s
 }
 
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

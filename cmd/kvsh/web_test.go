@@ -243,8 +243,21 @@ func TestWebAPI(t *testing.T) {
 	if st.Dir != sh.dir || st.Metrics.Flushes != 2 {
 		t.Errorf("state: dir %s, %d flushes; want %s, 2", st.Dir, st.Metrics.Flushes, sh.dir)
 	}
-	if len(st.Events) != 2 || st.Events[0].Kind != "flush" || st.Events[0].Outputs[0].FileNum != sh.db.Tables()[0][0].FileNum {
+	var flushes []webEvent
+	kinds := map[string]bool{}
+	for _, e := range st.Events {
+		kinds[e.Kind] = true
+		if e.Kind == "flush" {
+			flushes = append(flushes, e)
+		}
+	}
+	if len(flushes) != 2 || flushes[0].Outputs[0].FileNum != sh.db.Tables()[0][0].FileNum {
 		t.Errorf("events: %+v, want the two flushes, newest first", st.Events)
+	}
+	for _, kind := range []string{"table created", "WAL created", "WAL deleted"} {
+		if !kinds[kind] {
+			t.Errorf("events: no %q among %+v", kind, st.Events)
+		}
 	}
 
 	var e map[string]string

@@ -377,10 +377,17 @@ function drawEvents() {
   for (const e of state.events) {
     const li = html("li", { class: "event" + (e.seq > lastEventSeq ? " new" : ""), "data-kind": e.kind });
     li.append(html("span", { class: "time" }, e.time), " ", html("b", {}, e.kind), " ");
-    li.append(html("code", {}, `${tablesText(e.inputs, e.kind)} → ${tablesText(e.outputs)}`));
-    let sizes = e.bytesIn ? `${bytes(e.bytesIn)} in` : "";
-    if (e.bytesOut) sizes += (sizes ? ", " : "") + `${bytes(e.bytesOut)} written`;
-    li.append(html("span", { class: "detail" }, ` ${sizes}${sizes ? ", " : ""}${e.millis.toFixed(1)} ms` + (e.reason ? `: ${e.reason}` : "")));
+    // Flushes and compactions have tables in or out; the other events
+    // (stalls, errors, files created and deleted) say what happened in
+    // their reason.
+    if (e.inputs.length + e.outputs.length > 0) {
+      li.append(html("code", {}, `${tablesText(e.inputs, e.kind)} → ${tablesText(e.outputs)}`));
+    }
+    let detail = e.bytesIn ? `${bytes(e.bytesIn)} in` : "";
+    if (e.bytesOut) detail += (detail ? ", " : "") + `${bytes(e.bytesOut)} written`;
+    if (e.millis > 0) detail += (detail ? ", " : "") + `${e.millis.toFixed(1)} ms`;
+    if (e.reason) detail += (detail ? ": " : "") + e.reason;
+    li.append(html("span", { class: "detail" }, ` ${detail}`));
     ol.append(li);
   }
   if (state.events.length > 0) lastEventSeq = state.events[0].seq;
