@@ -41,8 +41,13 @@ import (
 // A checkpoint is a backup once copied elsewhere: copy the directory
 // anywhere (its files are immutable from the moment Checkpoint returns),
 // and restore by opening it where it lies.
+//
+// A store opened read-only refuses Checkpoint with ErrReadOnly: its
+// memtable holds what Open replayed from WALs it never rotated, so there is
+// no WAL the copy could end at a batch boundary by the rules above. Copy a
+// closed store's directory instead (nothing changes it).
 func (db *DB) Checkpoint(dir string) error {
-	if err := db.enter(); err != nil {
+	if err := db.enterWrite(); err != nil {
 		return err
 	}
 	defer db.leave()

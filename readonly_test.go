@@ -171,6 +171,7 @@ func tryWrites(t *testing.T, db *DB) {
 		"ApplyWithOptions": func() error { return db.ApplyWithOptions(b, WriteOptions{Sync: true}) },
 		"Flush":            db.Flush,
 		"Compact":          db.Compact,
+		"Checkpoint":       func() error { return db.Checkpoint("checkpoint") },
 	}
 	for name, write := range writes {
 		if err := write(); !errors.Is(err, ErrReadOnly) {
