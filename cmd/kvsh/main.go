@@ -1,6 +1,6 @@
 // Command kvsh is an interactive shell for a shale store.
 //
-//	kvsh [DIR]
+//	kvsh [-mem] [DIR]
 //	kvsh check DIR
 //	kvsh repair DIR
 //
@@ -8,7 +8,11 @@
 // default, and reads commands: put, get, del, scan, count,
 // batch/commit/abort, snapshot, flush, compact, stats, load, bloom, policy,
 // seed, lookups, autocompact, rowcache, export-filter, filter, explain get,
-// web, open, check, repair, help, quit. web serves a live, read-only view of
+// web, open, check, repair, nosync, help, quit. With -mem the store is
+// named DIR on a new in-memory file system, gone when kvsh ends, and
+// kvsh also takes crash, powerloss, damage and ls, which crash the
+// process, cut the power and flip bits under the store (refused on a real
+// directory). web serves a live, read-only view of
 // the store to a browser, on loopback unless told otherwise. help lists them and help CMD describes
 // one. The lessons in docs/lessons are typed into it.
 //
@@ -31,6 +35,7 @@ package main
 import (
 	"bufio"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -41,31 +46,39 @@ import (
 )
 
 func main() {
+	mem := flag.Bool("mem", false, memFlagUsage)
+	flag.Parse()
+	args := flag.Args()
 	dir := "shale-data"
 	switch {
-	case len(os.Args) == 1:
-	case len(os.Args) == 2:
-		dir = os.Args[1]
-	case len(os.Args) == 3 && (os.Args[1] == "check" || os.Args[1] == "repair"):
-		if err := tool(os.Stdout, os.Args[1], os.Args[2]); err != nil {
+	case len(args) == 0:
+	case len(args) == 1:
+		dir = args[0]
+	case len(args) == 2 && !*mem && (args[0] == "check" || args[0] == "repair"):
+		if err := tool(os.Stdout, args[0], args[1]); err != nil {
 			fmt.Fprintf(os.Stderr, "kvsh: %v\n", err)
 			os.Exit(1)
 		}
 		return
 	default:
-		fmt.Fprintln(os.Stderr, "usage: kvsh [DIR] | kvsh check DIR | kvsh repair DIR")
+		fmt.Fprintln(os.Stderr, "usage: kvsh [-mem] [DIR] | kvsh check DIR | kvsh repair DIR")
 		os.Exit(2)
 	}
-	if err := run(os.Stdin, os.Stdout, dir, readline.DefaultIsTerminal()); err != nil {
+	if err := run(os.Stdin, os.Stdout, dir, *mem, readline.DefaultIsTerminal()); err != nil {
 		fmt.Fprintf(os.Stderr, "kvsh: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-// run opens the store in dir and runs the commands read from in until quit
-// or the end of in. interactive says in and out are a terminal.
-func run(in io.Reader, out io.Writer, dir string, interactive bool) (err error) {
-	sh, err := newShell(out, dir, interactive)
+// run opens the store in dir, on a new in-memory file system if mem, and
+// runs the commands read from in until quit or the end of in. interactive
+// says in and out are a terminal.
+func run(in io.Reader, out io.Writer, dir string, mem, interactive bool) (err error) {
+	open := newShell
+	if mem {
+		open = newMemShell
+	}
+	sh, err := open(out, dir, interactive)
 	if err != nil {
 		return err
 	}

@@ -80,6 +80,9 @@ func newShellWith(out io.Writer, dir string, interactive bool, opts shale.Option
 // holds other files and no store, so that a mistyped path never scatters
 // store files into, say, a home directory.
 func openStore(dir string, opts *shale.Options) (*shale.DB, error) {
+	if opts.FS != nil { // in memory (kvsh -mem), where nothing else lives
+		return shale.Open(dir, opts)
+	}
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -181,7 +184,9 @@ func (sh *shell) execWords(line string) error {
 	case sh.batch != nil && !c.inBatch:
 		return fmt.Errorf("%s is not allowed in a batch: commit or abort first", c.name)
 	case sh.db == nil && !c.noDB:
-		return errors.New("no store is open: open DIR")
+		if err := sh.reopenClosed(); err != nil {
+			return err
+		}
 	}
 	return c.run(sh, args, opts)
 }
@@ -283,6 +288,16 @@ func init() {
 			detail: "Reads the MANIFEST record by record, every block of every live table and every live WAL, and compares the MANIFEST with the files present. Prints consistent, or each problem with its file and offset. Files a crash left behind that Open would remove are not problems. The store is closed for the check (it takes the store's lock) and opened again after it."},
 		{name: "repair", args: "[DIR]", summary: "rebuild the store in DIR (default: this one) from the intact records of its tables and WALs", max: 1, noDB: true, run: cmdRepair,
 			detail: "For a store that will not open, or that check finds damaged: the intact records of every table and WAL are merged, newest version first, into new tables and a new MANIFEST. Damaged files are moved to DIR/lost/, never deleted; records in a damaged block or past a damaged WAL record are lost. Prints what it did. The store is closed for the repair and opened again after it."},
+		{name: "nosync", args: "[on|off]", summary: "reopen the store with writes not synced (on) or synced before they return (off, the default)", max: 1, run: cmdNoSync,
+			detail: "Options.NoSync: with it on, a write survives a crash of the process (crash) but not a power loss (powerloss)."},
+		{name: "crash", summary: "kvsh -mem only: the process dies; what it wrote survives, synced or not; the store reopens", run: cmdCrash,
+			detail: "Prints what the crash took from each file and what recovery found: the WAL records replayed and the sequence number reached. Refused on a real directory."},
+		{name: "powerloss", args: "[synced|torn|pages] [seed=N]", summary: "kvsh -mem only: the power fails; only what the crash model keeps survives; the store reopens", max: 1, options: []string{"seed"}, run: cmdPowerLoss,
+			detail: "synced (the default) keeps exactly what was synced; torn keeps a random prefix of each file's unsynced bytes; pages a random subset of its unsynced 4 KiB pages, zeros in place of the others. seed=N repeats a torn or pages crash. Prints what the crash took from each file and what recovery found. Refused on a real directory."},
+		{name: "damage", args: "FILE OFFSET [BIT]", summary: "kvsh -mem only: close the store and flip bit BIT (default 0) of byte OFFSET of FILE", min: 2, max: 3, noDB: true, run: cmdDamage,
+			detail: "A negative OFFSET counts from the end. The store stays closed: check and repair see the damage; the next command that needs the store opens it and prints what Open says. Refused on a real directory."},
+		{name: "ls", summary: "kvsh -mem only: list the store's files: size, bytes written, bytes synced, and whether the name is synced", noDB: true, run: cmdLs,
+			detail: "A power loss keeps of a file its synced bytes, and only if its name is synced. A mapped WAL is allocated ahead in 40 KiB steps: its size is more than what was written. Refused on a real directory."},
 		{name: "help", args: "[CMD]", summary: "list the commands, or describe one", max: 1, inBatch: true, noDB: true, run: cmdHelp},
 		{name: "quit", summary: "close the store and leave (also exit, or end of input)", inBatch: true, noDB: true, run: cmdQuit},
 		{name: "exit", summary: "same as quit", inBatch: true, noDB: true, run: cmdQuit},

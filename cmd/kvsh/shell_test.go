@@ -82,7 +82,7 @@ func TestShell(t *testing.T) {
 			case "prompt":
 				return sh.prompt() + "\n"
 			case "run":
-				if err := run(strings.NewReader(d.Input), &out, dir, false); err != nil {
+				if err := run(strings.NewReader(d.Input), &out, dir, false, false); err != nil {
 					fmt.Fprintf(&out, "run: %v\n", err)
 				}
 			case "lock":
