@@ -110,7 +110,7 @@ func (sh *shell) pullPlug(crashed func() *vfs.MemFS, what string) error {
 		sh.batch = nil
 	}
 	if sh.snap != nil {
-		what += "; so did the snapshot"
+		what += "; the snapshot died with it"
 		sh.releaseSnapshot()
 	}
 	sh.closeStore() // its error, if any, went with the file system

@@ -18,8 +18,10 @@ import (
 // temporary directory, which is the working directory, so store paths are
 // short and the same from run to run. Directives:
 //
-//	session [dir=D]    start a session on store D (default "store"), ending
-//	                   the one before; prints the error if D cannot be opened
+//	session [dir=D] [mem]  start a session on store D (default "store"),
+//	                   on a new in-memory file system with mem (kvsh -mem),
+//	                   ending the one before; prints the error if D cannot
+//	                   be opened
 //	kvsh               run the input's lines in the session, printing each
 //	                   line after "> " and then its output
 //	prompt             print the interactive prompt
@@ -60,7 +62,11 @@ func TestShell(t *testing.T) {
 			switch d.Cmd {
 			case "session":
 				endSession()
-				s, err := newShell(&out, dir, false)
+				open := newShell
+				if d.HasArg("mem") {
+					open = newMemShell
+				}
+				s, err := open(&out, dir, false)
 				if err != nil {
 					return fmt.Sprintf("error: %v\n", err)
 				}
