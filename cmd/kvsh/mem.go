@@ -176,11 +176,15 @@ func (sh *shell) printCrashed(was []memFile, fs vfs.FS) error {
 			changed = true
 		}
 	}
+	var back []string
 	for _, name := range after {
 		if name != "LOCK" && !slices.ContainsFunc(was, func(f memFile) bool { return f.name == name }) {
-			fmt.Fprintf(sh.out, "  %s: back (its removal was never synced into the directory)\n", name)
-			changed = true
+			back = append(back, name)
 		}
+	}
+	if len(back) > 0 {
+		fmt.Fprintf(sh.out, "  back, their removal never synced into the directory (Open removes them again): %s\n", strings.Join(back, ", "))
+		changed = true
 	}
 	if !changed {
 		fmt.Fprintln(sh.out, "  every file kept every byte written to it")
