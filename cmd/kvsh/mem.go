@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -275,16 +276,20 @@ func cmdDamage(sh *shell, args []string, _ map[string]string) error {
 	if sh.batch != nil || sh.snap != nil {
 		return errors.New("damage closes the store, which would end the batch or snapshot: commit, abort or snapshot off first")
 	}
-	path := fs.PathJoin(sh.dir, args[0])
+	name, err := matchFile(fs, sh.dir, args[0])
+	if err != nil {
+		return err
+	}
+	path := fs.PathJoin(sh.dir, name)
 	data, err := readAll(fs, path)
 	if err != nil {
-		return fmt.Errorf("no file %s in %s (ls lists them)", args[0], sh.dir)
+		return fmt.Errorf("%s is not a file", name)
 	}
 	if off < 0 {
 		off += int64(len(data))
 	}
 	if off < 0 || off >= int64(len(data)) {
-		return fmt.Errorf("OFFSET: %s holds %s, from offset 0 to %d", args[0], plural(len(data), "byte"), len(data)-1)
+		return fmt.Errorf("OFFSET: %s holds %s, from offset 0 to %d", name, plural(len(data), "byte"), len(data)-1)
 	}
 	if sh.db != nil {
 		if err := sh.closeStore(); err != nil {
@@ -297,8 +302,34 @@ func cmdDamage(sh *shell, args []string, _ map[string]string) error {
 		return err
 	}
 	fmt.Fprintf(sh.out, "closed %s and flipped bit %d of byte %d of %s (0x%02x -> 0x%02x), durably; check and repair see it as it is, and the next command that reads the store opens it\n",
-		sh.dir, bit, off, args[0], was, data[off])
+		sh.dir, bit, off, name, was, data[off])
 	return nil
+}
+
+// matchFile returns the one name in dir that pattern (path.Match's
+// syntax, as MANIFEST-* or *.log) matches.
+func matchFile(fs vfs.FS, dir, pattern string) (string, error) {
+	names, err := fs.List(dir)
+	if err != nil {
+		return "", err
+	}
+	var matched []string
+	for _, name := range names {
+		ok, err := path.Match(pattern, name)
+		if err != nil {
+			return "", fmt.Errorf("FILE: %w", err)
+		}
+		if ok {
+			matched = append(matched, name)
+		}
+	}
+	switch len(matched) {
+	case 0:
+		return "", fmt.Errorf("no file %s in %s (ls lists them)", pattern, dir)
+	case 1:
+		return matched[0], nil
+	}
+	return "", fmt.Errorf("%s names %d files (%s): name one", pattern, len(matched), strings.Join(matched, ", "))
 }
 
 // rewrite replaces the file path of fs with data, durably, as damage on

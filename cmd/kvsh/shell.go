@@ -295,7 +295,7 @@ func init() {
 		{name: "powerloss", args: "[synced|torn|pages] [seed=N]", summary: "kvsh -mem only: the power fails; only what the crash model keeps survives; the store reopens", max: 1, options: []string{"seed"}, inBatch: true, run: cmdPowerLoss,
 			detail: "synced (the default) keeps exactly what was synced; torn keeps a random prefix of each file's unsynced bytes; pages a random subset of its unsynced 4 KiB pages, zeros in place of the others. seed=N repeats a torn or pages crash. Prints what the crash took from each file and what recovery found. Refused on a real directory."},
 		{name: "damage", args: "FILE OFFSET [BIT]", summary: "kvsh -mem only: close the store and flip bit BIT (default 0) of byte OFFSET of FILE", min: 2, max: 3, noDB: true, run: cmdDamage,
-			detail: "A negative OFFSET counts from the end. The store stays closed: check and repair see the damage; the next command that needs the store opens it and prints what Open says. Refused on a real directory."},
+			detail: "FILE may be a pattern that names one file (MANIFEST-*, *.log). A negative OFFSET counts from the end. The store stays closed: check and repair see the damage; the next command that needs the store opens it and prints what Open says. Refused on a real directory."},
 		{name: "ls", summary: "kvsh -mem only: list the store's files: size, bytes written, bytes synced, and whether the name is synced", noDB: true, run: cmdLs,
 			detail: "A power loss keeps of a file its synced bytes, and only if its name is synced. A mapped WAL is allocated ahead in 40 KiB steps: its size is more than what was written. Refused on a real directory."},
 		{name: "help", args: "[CMD]", summary: "list the commands, or describe one", max: 1, inBatch: true, noDB: true, run: cmdHelp},
