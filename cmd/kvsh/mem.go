@@ -172,8 +172,12 @@ func (sh *shell) printCrashed(was []memFile, fs vfs.FS) error {
 		if err != nil {
 			return err
 		}
-		if lost := lostBytes(f.written, is); lost > 0 {
-			fmt.Fprintf(sh.out, "  %s: lost %d of the %s written to it\n", f.name, lost, plural(len(f.written), "byte"))
+		switch intact := intactPrefix(f.written, is); {
+		case intact == 0 && len(f.written) > 0:
+			fmt.Fprintf(sh.out, "  %s: lost all %s written to it\n", f.name, plural(len(f.written), "byte"))
+			changed = true
+		case intact < len(f.written):
+			fmt.Fprintf(sh.out, "  %s: intact up to byte %d of the %d written to it\n", f.name, intact, len(f.written))
 			changed = true
 		}
 	}
@@ -193,16 +197,19 @@ func (sh *shell) printCrashed(was []memFile, fs vfs.FS) error {
 	return nil
 }
 
-// lostBytes counts the bytes of was that is does not hold at the same
-// offset: cut off, or zeroed.
-func lostBytes(was, is []byte) int {
-	lost := max(len(was)-len(is), 0)
-	for i := range min(len(was), len(is)) {
+// intactPrefix returns how many bytes of was is holds unchanged from the
+// start: where the crash cut the file short, or its first page that was
+// not written back. (Not the count of all the bytes that differ: a byte
+// the crash zeroed may have been zero already, and in a WAL, whose COMMITs
+// are sealed with a random salt, that varies from run to run.)
+func intactPrefix(was, is []byte) int {
+	n := min(len(was), len(is))
+	for i := range n {
 		if was[i] != is[i] {
-			lost++
+			return i
 		}
 	}
-	return lost
+	return n
 }
 
 func readAll(fs vfs.FS, path string) ([]byte, error) {
