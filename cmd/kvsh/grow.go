@@ -11,7 +11,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
 )
 
 // growKeySize and growValueSize are the sizes of grow's keys and values,
