@@ -78,10 +78,13 @@ func (sh *shell) settle() error {
 	}
 }
 
+// cmdTree prints the tree level by level: L0, then the base level and
+// those below it (the levels between are empty).
 func cmdTree(sh *shell, _ []string, _ map[string]string) error {
 	m := sh.db.Metrics()
+	tables := sh.db.Tables()
 	tw := tabwriter.NewWriter(sh.out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "level\ttables\tsize\ttarget\twritten\twritten/user\t")
+	fmt.Fprintln(tw, "level\ttables\tentries\tsize\ttarget\twritten\twritten/user\t")
 	var user float64
 	if m.UserBytes > 0 {
 		user = float64(m.UserBytes)
@@ -93,6 +96,9 @@ func cmdTree(sh *shell, _ []string, _ map[string]string) error {
 		return strconv.FormatFloat(float64(n)/user, 'f', 2, 64)
 	}
 	for i, l := range m.Levels {
+		if i > 0 && i < m.BaseLevel && l.Files == 0 && l.BytesWritten == 0 {
+			continue // above the base level: empty, and nothing to show
+		}
 		name := fmt.Sprintf("L%d", i)
 		if i == m.BaseLevel {
 			name = "base " + name
@@ -101,12 +107,24 @@ func cmdTree(sh *shell, _ []string, _ map[string]string) error {
 		if l.Target > 0 {
 			target = formatSize(l.Target)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\n", name, l.Files, formatSize(l.Bytes), target, formatSize(l.BytesWritten), ratio(l.BytesWritten))
+		var entries, rangeDels uint64
+		if i < len(tables) {
+			for _, t := range tables[i] {
+				entries += t.Entries
+				rangeDels += t.RangeDels
+			}
+		}
+		count := strconv.FormatUint(entries, 10)
+		if rangeDels > 0 {
+			count += fmt.Sprintf(" +%d range", rangeDels)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", name, l.Files, count, formatSize(l.Bytes), target, formatSize(l.BytesWritten), ratio(l.BytesWritten))
 	}
-	fmt.Fprintf(tw, "WAL\t\t\t\t%s\t%s\t\n", formatSize(m.WALBytes), ratio(m.WALBytes))
+	fmt.Fprintf(tw, "WAL\t\t\t\t\t%s\t%s\t\n", formatSize(m.WALBytes), ratio(m.WALBytes))
 	tw.Flush()
 	fmt.Fprintf(sh.out, "user bytes (keys and values): %s; flushes: %d; compactions: %d, +%d moves; write amp: %.2f\n",
 		formatSize(m.UserBytes), m.Flushes, m.Compactions, m.TrivialMoves, m.WriteAmp)
+	fmt.Fprintf(sh.out, "memtable: %s; last sequence number: %d; snapshots open: %d\n", formatSize(m.MemTableBytes), m.LastSeqNum, m.Snapshots)
 	return nil
 }
 

@@ -292,7 +292,7 @@ func init() {
 			detail: "Options.MemTableSize, LBaseMaxBytes, TargetFileSize and L0CompactionThreshold, in bytes (at least 1024) and tables. With no option, prints them."},
 		{name: "grow", args: "N [step=1000]", summary: "write N random keys, flushing every step keys and waiting for the compactions each flush starts", min: 1, max: 1, options: []string{"step"}, run: cmdGrow,
 			detail: "Keys and values as load's (16 and 100 bytes). Waiting makes the tree the same in every session that uses the same seed, whatever the timing of the background work. Needs autocompact on."},
-		{name: "tree", summary: "print each level's tables, size, target and bytes written, and the write amplification", inBatch: true, run: cmdTree},
+		{name: "tree", summary: "print each level's tables, entries, size, target and bytes written, the write amplification and the last sequence number", inBatch: true, run: cmdTree},
 		{name: "numbers", args: "N [digits=7]", summary: "write N random decimal keys of D digits, zero-padded, as one batch", min: 1, max: 1, options: []string{"digits"}, run: cmdNumbers},
 		{name: "scans", args: "N [len=10] [digits=7]", summary: "run N scans of len consecutive decimal values placed at random, and print what they read and what the range filters said", min: 1, max: 1, options: []string{"len", "digits"}, run: cmdScans,
 			detail: "Each scan is [x, x+len) over keys as numbers writes them; it reads the snapshot if one is open."},
