@@ -8,7 +8,8 @@
 // default, and reads commands: put, get, del, scan, count,
 // batch/commit/abort, snapshot, flush, compact, stats, load, bloom, policy,
 // seed, lookups, autocompact, rowcache, export-filter, filter, explain get,
-// web, open, check, repair, nosync, help, quit. With -mem the store is
+// web, open, check, repair, nosync, shape, grow, tree, numbers, scans,
+// help, quit. With -mem the store is
 // named DIR on a new in-memory file system, gone when kvsh ends, and
 // kvsh also takes crash, powerloss, damage and ls, which crash the
 // process, cut the power and flip bits under the store (refused on a real
