@@ -23,7 +23,7 @@ import (
 )
 
 // memFlagUsage is the help of kvsh's -mem flag.
-const memFlagUsage = "open the store on an in-memory file system, which crash, powerloss and damage can crash, cut the power of and damage (nothing is written to disk; the store is gone when kvsh ends)"
+const memFlagUsage = "open the store on an in-memory file system, where crash, powerloss and damage crash the process, cut the power and flip bits, and open opens other stores (nothing is written to disk; the stores are gone when kvsh ends)"
 
 // newMemShell opens a new store named dir on a new, empty in-memory file
 // system.
