@@ -287,6 +287,13 @@ func cmdDamage(sh *shell, args []string, _ map[string]string) error {
 	if err != nil {
 		return err
 	}
+	// Closed first: Close writes to the files (the WAL's END, for one),
+	// and the damage is to the closed store's bytes.
+	if sh.db != nil {
+		if err := sh.closeStore(); err != nil {
+			return fmt.Errorf("closing %s: %w", sh.dir, err)
+		}
+	}
 	path := fs.PathJoin(sh.dir, name)
 	data, err := readAll(fs, path)
 	if err != nil {
@@ -296,12 +303,7 @@ func cmdDamage(sh *shell, args []string, _ map[string]string) error {
 		off += int64(len(data))
 	}
 	if off < 0 || off >= int64(len(data)) {
-		return fmt.Errorf("OFFSET: %s holds %s, from offset 0 to %d", name, plural(len(data), "byte"), len(data)-1)
-	}
-	if sh.db != nil {
-		if err := sh.closeStore(); err != nil {
-			return fmt.Errorf("closing %s: %w", sh.dir, err)
-		}
+		return fmt.Errorf("OFFSET: %s holds %s, from offset 0 to %d (%s is closed; the next command opens it)", name, plural(len(data), "byte"), len(data)-1, sh.dir)
 	}
 	was := data[off]
 	data[off] ^= 1 << bit
