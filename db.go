@@ -159,6 +159,9 @@ type DB struct {
 	bgWG      sync.WaitGroup
 
 	stats dbStats
+	// recovery is what Open replayed (see Recovery); set before Open
+	// returns, and never changed after.
+	recovery RecoveryInfo
 }
 
 // memTable is a memtable, the number of the WAL that holds its writes, and

@@ -267,6 +267,7 @@ func (db *DB) recover() error {
 		return err
 	}
 	db.visibleSeq.Store(uint64(db.lastSeq))
+	db.recovery.LastSeqNum = uint64(db.lastSeq)
 	if db.opts.ReadOnly {
 		// The replayed writes stay in memory, in the DB's memtable: a
 		// read-only DB writes no table, WAL or MANIFEST, and removes
@@ -339,6 +340,7 @@ func (db *DB) replayLogs(names []string, missing func(error) error, mem *memtabl
 		if first == 0 {
 			continue // an empty WAL
 		}
+		db.recovery.WALs++
 		if prevLast != 0 && first != prevLast+1 {
 			return missing(base.CorruptionErrorf(db.fileName(fileTypeLog, num), 0,
 				"the log starts at sequence number %d, but the log before it ends at %d: a WAL between them is missing", first, prevLast))
@@ -464,6 +466,8 @@ func (db *DB) replayLog(num uint64, mem *memtable.MemTable, newest bool) (first,
 		if n == 0 {
 			continue
 		}
+		db.recovery.Batches++
+		db.recovery.Entries += n
 		if first == 0 {
 			first = seq
 		} else if seq != last+1 {
@@ -477,6 +481,7 @@ func (db *DB) replayLog(num uint64, mem *memtable.MemTable, newest bool) (first,
 			return 0, 0, base.CorruptionErrorf(name, off, "log ends in a torn record, but a newer log follows it")
 		}
 		if r.CutOff() {
+			db.recovery.TornTail, db.recovery.TornTailAt = true, off
 			db.logf("%s: torn tail at offset %d cut off (a write the crash interrupted)", name, off)
 		} else {
 			db.logf("%s: ends at offset %d in whole records whose COMMIT was not due yet, or in zeros allocated ahead of a mapped log; nothing cut off", name, off)

@@ -398,6 +398,7 @@ func (m *MemFS) CrashCloneWith(o CrashOptions) *MemFS {
 			c.durableDirs[d] = true
 		}
 	}
+	defer m.lockNodes()()
 	// Sorted, so the random choices do not depend on map order.
 	names := slices.Sorted(maps.Keys(m.durable))
 	rng := rand.New(rand.NewPCG(o.Seed, 0x5ba1e))
@@ -406,14 +407,60 @@ func (m *MemFS) CrashCloneWith(o CrashOptions) *MemFS {
 			continue // its directory is gone
 		}
 		n := m.durable[name]
-		n.mu.Lock()
 		data := crashData(n.data, n.synced, n.syncedLen, o.Mode, rng)
 		cn := &memNode{data: data, synced: len(data), syncedLen: len(data), modTime: n.modTime}
-		n.mu.Unlock()
 		c.files[name] = cn
 		c.durable[name] = cn
 	}
 	return c
+}
+
+// ProcessCrashClone returns the file system a crash of the process would
+// leave now, the machine running on: every directory, and every file under
+// its present name with every byte written or stored into it, synced or
+// not, since the kernel holds them (a mapped file keeps the zeros allocated
+// ahead of its stores). Locks are not carried over (the process died). In
+// the clone every byte and name is durable.
+func (m *MemFS) ProcessCrashClone() *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	defer m.lockNodes()()
+	c := NewMem()
+	for d := range m.dirs {
+		c.dirs[d] = true
+		c.durableDirs[d] = true
+	}
+	for name, n := range m.files {
+		data := bytes.Clone(n.data)
+		cn := &memNode{data: data, synced: len(data), syncedLen: len(data), modTime: n.modTime}
+		c.files[name] = cn
+		c.durable[name] = cn
+	}
+	return c
+}
+
+// lockNodes locks every file's node, live or durable, and returns the
+// function that unlocks them, so that a clone copies every file as of one
+// instant: writes take only their node's lock, and without this a clone
+// could copy a table before the end of its write and the MANIFEST that
+// names it after. m.mu must be held (it is taken before a node's lock
+// everywhere).
+func (m *MemFS) lockNodes() (unlock func()) {
+	nodes := map[*memNode]bool{}
+	for _, n := range m.files {
+		nodes[n] = true
+	}
+	for _, n := range m.durable {
+		nodes[n] = true
+	}
+	for n := range nodes {
+		n.mu.Lock()
+	}
+	return func() {
+		for n := range nodes {
+			n.mu.Unlock()
+		}
+	}
 }
 
 // crashData returns a fresh copy of what a crash under mode keeps of a file
@@ -449,6 +496,38 @@ func crashBytes(data []byte, synced int, mode CrashMode, rng *rand.Rand) []byte 
 		return out[:end]
 	}
 	panic(fmt.Sprintf("vfs: unknown CrashMode %d", mode))
+}
+
+// MemFileState is what a crash would find of one file of a MemFS.
+type MemFileState struct {
+	// Size is the file's length now. Written is how much of it was
+	// written or stored: Size, but for a mapped file (see Mapper), whose
+	// zeros allocated ahead of its stores follow.
+	Size, Written int64
+	// Synced is how much of it the last Sync made durable: what a power
+	// loss keeps of it under CrashSynced, if its name survives.
+	Synced int64
+	// NameDurable says that the name was there, naming this file, at its
+	// directory's last SyncDir: a power loss keeps the name.
+	NameDurable bool
+}
+
+// FileState returns what a crash would find of the file name.
+func (m *MemFS) FileState(name string) (MemFileState, error) {
+	name = clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.files[name]
+	if !ok {
+		return MemFileState{}, notExist("state", name)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := MemFileState{Size: int64(len(n.data)), Written: int64(len(n.data)), Synced: int64(n.synced), NameDurable: m.durable[name] == n}
+	if n.mapped {
+		st.Written = int64(n.end)
+	}
+	return st, nil
 }
 
 // String lists the files and their sizes, for debugging tests.

@@ -19,7 +19,8 @@ const lessonsDir = "../../docs/lessons"
 // TestLessons runs every lesson in docs/lessons and fails when kvsh's
 // output differs from what the page records. A page names its store in the
 // command it tells the reader to start with, "go run ./cmd/kvsh DIR"; the
-// test runs a fresh store of that name in a temporary directory. Its
+// test runs a fresh store of that name in a temporary directory, or, for
+// "go run ./cmd/kvsh -mem DIR", on a new in-memory file system. Its
 // ```kvsh blocks hold commands, each on a line starting with "> ", and the
 // output of each below it; the test runs the commands of all blocks in
 // order in one session. What varies from run to run is masked (see
@@ -62,17 +63,21 @@ func TestLessons(t *testing.T) {
 	}
 }
 
-var startCommand = regexp.MustCompile("go run \\./cmd/kvsh ([^\\s`]+)")
+var startCommand = regexp.MustCompile("go run \\./cmd/kvsh (-mem )?([^\\s`]+)")
 
 // runLesson runs the commands of the page's kvsh blocks and returns the page
 // with each command's output as kvsh printed it now.
 func runLesson(t *testing.T, page string) string {
 	m := startCommand.FindStringSubmatch(page)
 	if m == nil {
-		t.Fatal("the page does not say how to start kvsh (go run ./cmd/kvsh DIR)")
+		t.Fatal("the page does not say how to start kvsh (go run ./cmd/kvsh [-mem] DIR)")
 	}
 	var out bytes.Buffer
-	sh, err := newShell(&out, m[1], false)
+	open := newShell
+	if m[1] != "" {
+		open = newMemShell
+	}
+	sh, err := open(&out, m[2], false)
 	if err != nil {
 		t.Fatal(err)
 	}

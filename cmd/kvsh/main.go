@@ -1,6 +1,6 @@
 // Command kvsh is an interactive shell for a shale store.
 //
-//	kvsh [-readonly] [DIR]
+//	kvsh [-readonly] [-mem] [DIR]
 //	kvsh check DIR
 //	kvsh repair DIR
 //
@@ -11,7 +11,12 @@
 // included, may run beside it. The commands are: put, get, del, scan, count,
 // batch/commit/abort, snapshot, flush, compact, stats, load, bloom, policy,
 // seed, lookups, autocompact, rowcache, export-filter, filter, explain get,
-// web, open, check, repair, help, quit. web serves a live, read-only view of
+// web, open, check, repair, checkpoint, nosync, shape, grow, tree, numbers, scans,
+// help, quit. With -mem the store is
+// named DIR on a new in-memory file system, gone when kvsh ends, and
+// kvsh also takes crash, powerloss, damage and ls, which crash the
+// process, cut the power and flip bits under the store (refused on a real
+// directory). web serves a live, read-only view of
 // the store to a browser, on loopback unless told otherwise. help lists them and help CMD describes
 // one. The lessons in docs/lessons are typed into it.
 //
@@ -34,6 +39,7 @@ package main
 import (
 	"bufio"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -41,28 +47,32 @@ import (
 
 	"github.com/chzyer/readline"
 	"github.com/shale-db/shale"
+	"github.com/shale-db/shale/vfs"
 )
 
 func main() {
+	mem := flag.Bool("mem", false, memFlagUsage)
+	readOnly := flag.Bool("readonly", false, "open an existing store read-only: nothing is written to DIR")
+	flag.Parse()
+	args := flag.Args()
 	dir := "shale-data"
-	args := os.Args[1:]
 	var opts shale.Options
-	if len(args) > 0 && args[0] == "-readonly" {
-		opts.ReadOnly = true
-		args = args[1:]
+	opts.ReadOnly = *readOnly
+	if *mem {
+		opts.FS = vfs.NewMem()
 	}
 	switch {
 	case len(args) == 0:
 	case len(args) == 1:
 		dir = args[0]
-	case len(args) == 2 && !opts.ReadOnly && (args[0] == "check" || args[0] == "repair"):
+	case len(args) == 2 && !opts.ReadOnly && !*mem && (args[0] == "check" || args[0] == "repair"):
 		if err := tool(os.Stdout, args[0], args[1]); err != nil {
 			fmt.Fprintf(os.Stderr, "kvsh: %v\n", err)
 			os.Exit(1)
 		}
 		return
 	default:
-		fmt.Fprintln(os.Stderr, "usage: kvsh [-readonly] [DIR] | kvsh check DIR | kvsh repair DIR")
+		fmt.Fprintln(os.Stderr, "usage: kvsh [-readonly] [-mem] [DIR] | kvsh check DIR | kvsh repair DIR")
 		os.Exit(2)
 	}
 	if err := run(os.Stdin, os.Stdout, dir, readline.DefaultIsTerminal(), opts); err != nil {

@@ -80,6 +80,9 @@ func newShellWith(out io.Writer, dir string, interactive bool, opts shale.Option
 // holds other files and no store, so that a mistyped path never scatters
 // store files into, say, a home directory.
 func openStore(dir string, opts *shale.Options) (*shale.DB, error) {
+	if opts.FS != nil { // in memory (kvsh -mem), where nothing else lives
+		return shale.Open(dir, opts)
+	}
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -181,7 +184,9 @@ func (sh *shell) execWords(line string) error {
 	case sh.batch != nil && !c.inBatch:
 		return fmt.Errorf("%s is not allowed in a batch: commit or abort first", c.name)
 	case sh.db == nil && !c.noDB:
-		return errors.New("no store is open: open DIR")
+		if err := sh.reopenClosed(); err != nil {
+			return err
+		}
 	}
 	return c.run(sh, args, opts)
 }
@@ -285,6 +290,24 @@ func init() {
 			detail: "For a store that will not open, or that check finds damaged: the intact records of every table and WAL are merged, newest version first, into new tables and a new MANIFEST. Damaged files are moved to DIR/lost/, never deleted; records in a damaged block or past a damaged WAL record are lost. Prints what it did. The store is closed for the repair and opened again after it."},
 		{name: "checkpoint", args: "DIR", summary: "write a consistent copy of the store into DIR, a new or empty directory", min: 1, max: 1, run: cmdCheckpoint,
 			detail: "The store goes on taking writes meanwhile. The copy holds every write made before the command, and opens as a store of its own (open DIR, or kvsh DIR), which check passes; nothing in it changes when this store does. Its tables are hard links to this store's where the file system allows, copies otherwise. Copy DIR anywhere to keep it as a backup; open it to restore."},
+		{name: "shape", args: "[memtable=B] [lbase=B] [filesize=B] [l0=N]", summary: "reopen the store with a tree shaped small enough to watch grow: memtable, base level and table sizes, L0 tables per compaction", options: []string{"memtable", "lbase", "filesize", "l0"}, run: cmdShape,
+			detail: "Options.MemTableSize, LBaseMaxBytes, TargetFileSize and L0CompactionThreshold, in bytes (at least 1024) and tables. With no option, prints them."},
+		{name: "grow", args: "N [step=1000]", summary: "write N random keys, flushing every step keys and waiting for the compactions each flush starts", min: 1, max: 1, options: []string{"step"}, run: cmdGrow,
+			detail: "Keys and values as load's (16 and 100 bytes). Waiting makes the tree the same in every session that uses the same seed, whatever the timing of the background work. Needs autocompact on."},
+		{name: "tree", summary: "print each level's tables, entries, size, target and bytes written, the write amplification and the last sequence number", inBatch: true, run: cmdTree},
+		{name: "numbers", args: "N [digits=7]", summary: "write N random decimal keys of D digits, zero-padded, as one batch", min: 1, max: 1, options: []string{"digits"}, run: cmdNumbers},
+		{name: "scans", args: "N [len=10] [digits=7]", summary: "run N scans of len consecutive decimal values placed at random, and print what they read and what the range filters said", min: 1, max: 1, options: []string{"len", "digits"}, run: cmdScans,
+			detail: "Each scan is [x, x+len) over keys as numbers writes them; it reads the snapshot if one is open."},
+		{name: "nosync", args: "[on|off]", summary: "reopen the store with writes not synced (on) or synced before they return (off, the default)", max: 1, run: cmdNoSync,
+			detail: "Options.NoSync: with it on, a write survives a crash of the process (crash) but not a power loss (powerloss)."},
+		{name: "crash", summary: "kvsh -mem only: the process dies; what it wrote survives, synced or not; the store reopens", inBatch: true, run: cmdCrash,
+			detail: "Prints what the crash took from each file and what recovery found: the WAL records replayed and the sequence number reached. Refused on a real directory."},
+		{name: "powerloss", args: "[synced|torn|pages] [seed=N]", summary: "kvsh -mem only: the power fails; only what the crash model keeps survives; the store reopens", max: 1, options: []string{"seed"}, inBatch: true, run: cmdPowerLoss,
+			detail: "synced (the default) keeps exactly what was synced; torn keeps a random prefix of each file's unsynced bytes; pages a random subset of its unsynced 4 KiB pages, zeros in place of the others. seed=N repeats a torn or pages crash. Prints what the crash took from each file and what recovery found. Refused on a real directory."},
+		{name: "damage", args: "FILE OFFSET [BIT]", summary: "kvsh -mem only: close the store and flip bit BIT (default 0) of byte OFFSET of FILE", min: 2, max: 3, noDB: true, run: cmdDamage,
+			detail: "FILE may be a pattern that names one file (MANIFEST-*, *.log). A negative OFFSET counts from the end. The store stays closed: check and repair see the damage; the next command that needs the store opens it and prints what Open says. Refused on a real directory."},
+		{name: "ls", summary: "kvsh -mem only: list the store's files: size, bytes written, bytes synced, and whether the name is synced", noDB: true, run: cmdLs,
+			detail: "A power loss keeps of a file its synced bytes, and only if its name is synced. A mapped WAL is allocated ahead in 40 KiB steps: its size is more than what was written. Refused on a real directory."},
 		{name: "help", args: "[CMD]", summary: "list the commands, or describe one", max: 1, inBatch: true, noDB: true, run: cmdHelp},
 		{name: "quit", summary: "close the store and leave (also exit, or end of input)", inBatch: true, noDB: true, run: cmdQuit},
 		{name: "exit", summary: "same as quit", inBatch: true, noDB: true, run: cmdQuit},

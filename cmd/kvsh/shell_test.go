@@ -12,16 +12,18 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/shale-db/shale"
+	"github.com/shale-db/shale/vfs"
 )
 
 // TestShell runs the sessions in testdata. Each file runs in a fresh
 // temporary directory, which is the working directory, so store paths are
 // short and the same from run to run. Directives:
 //
-//	session [dir=D] [readonly]
+//	session [dir=D] [readonly] [mem]
 //	                   start a session on store D (default "store"), ending
-//	                   the one before, opened read-only if asked; prints the
-//	                   error if D cannot be opened
+//	                   the one before, opened read-only if asked, on a new
+//	                   in-memory file system with mem (kvsh -mem); prints
+//	                   the error if D cannot be opened
 //	kvsh               run the input's lines in the session, printing each
 //	                   line after "> " and then its output
 //	prompt             print the interactive prompt
@@ -64,7 +66,7 @@ func TestShell(t *testing.T) {
 			switch d.Cmd {
 			case "session":
 				endSession()
-				s, err := newShellWith(&out, dir, false, shale.Options{ReadOnly: d.HasArg("readonly")})
+				s, err := newShellWith(&out, dir, false, sessionOptions(d))
 				if err != nil {
 					return fmt.Sprintf("error: %v\n", err)
 				}
@@ -86,7 +88,7 @@ func TestShell(t *testing.T) {
 			case "prompt":
 				return sh.prompt() + "\n"
 			case "run":
-				if err := run(strings.NewReader(d.Input), &out, dir, false, shale.Options{ReadOnly: d.HasArg("readonly")}); err != nil {
+				if err := run(strings.NewReader(d.Input), &out, dir, false, sessionOptions(d)); err != nil {
 					fmt.Fprintf(&out, "run: %v\n", err)
 				}
 			case "lock":
@@ -174,4 +176,14 @@ func TestStats(t *testing.T) {
 	if got := out.String(); got != want {
 		t.Errorf("stats printed\n%s\nwant\n%s", got, want)
 	}
+}
+
+// sessionOptions are the options of a session or run directive: read-only
+// with the argument readonly, on a new in-memory file system with mem.
+func sessionOptions(d *datadriven.TestData) shale.Options {
+	opts := shale.Options{ReadOnly: d.HasArg("readonly")}
+	if d.HasArg("mem") {
+		opts.FS = vfs.NewMem()
+	}
+	return opts
 }
