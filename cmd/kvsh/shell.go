@@ -36,6 +36,11 @@ type shell struct {
 	filter      *playground // the filter command's standalone filter; nil until filter new
 	web         *webServer  // the web view, while it runs
 	events      eventRing   // the store's recent flushes and compactions, for the web view
+	// opened is when the store was opened, and openings how many times a
+	// store was in this session: the web view's metrics and events count
+	// from then. Changed with dbMu held, like db.
+	opened   time.Time
+	openings int
 	// dbMu guards db and dir against the web view, which reads them from
 	// its own goroutines (see readStore). Only the shell's goroutine
 	// changes them, with dbMu held, so it reads them without.
@@ -85,7 +90,7 @@ func newShellWith(out io.Writer, dir string, interactive bool, opts shale.Option
 	if err != nil {
 		return nil, err
 	}
-	sh.db = db
+	sh.setStore(db, dir)
 	return sh, nil
 }
 
@@ -135,11 +140,14 @@ func (sh *shell) closeStore() error {
 }
 
 // setStore makes db, in dir, the shell's store, holding dbMu: once it
-// returns, no web request reads the store it replaces.
+// returns, no web request reads the store it replaces. The store's metrics
+// start from zero, so the web view's events start afresh too.
 func (sh *shell) setStore(db *shale.DB, dir string) {
 	sh.dbMu.Lock()
 	defer sh.dbMu.Unlock()
 	sh.db, sh.dir = db, dir
+	sh.opened, sh.openings = time.Now(), sh.openings+1
+	sh.events.clear()
 }
 
 func (sh *shell) releaseSnapshot() {
@@ -690,7 +698,7 @@ func cmdRowCache(sh *shell, args []string, _ map[string]string) error {
 		if sh.opts.RowCacheSize == 0 {
 			fmt.Fprintln(sh.out, "the row cache is off")
 		} else {
-			fmt.Fprintf(sh.out, "the row cache holds up to %s\n", formatSize(sh.opts.RowCacheSize))
+			fmt.Fprintf(sh.out, "the row cache holds up to %s\n", formatSize(int64(sh.opts.RowCacheSize)))
 		}
 		return nil
 	}
@@ -710,7 +718,7 @@ func cmdRowCache(sh *shell, args []string, _ map[string]string) error {
 	if size == 0 {
 		fmt.Fprintf(sh.out, "closed and reopened %s: the row cache is off\n", sh.dir)
 	} else {
-		fmt.Fprintf(sh.out, "closed and reopened %s: the row cache holds up to %s\n", sh.dir, formatSize(size))
+		fmt.Fprintf(sh.out, "closed and reopened %s: the row cache holds up to %s\n", sh.dir, formatSize(int64(size)))
 	}
 	return nil
 }

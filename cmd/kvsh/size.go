@@ -65,15 +65,17 @@ func sizeOption(opts map[string]string, name string, def, lo int) (int, error) {
 	return parseSize(name, s, lo)
 }
 
-// formatSize renders n bytes in the largest binary unit of which n is a
-// whole number of quarters ("64 MiB", "1.5 KiB"), or else in bytes: exactly,
-// so that parseSize reads back the same number.
-func formatSize(n int) string {
+// formatSize renders n bytes for people: in bytes below 1 KiB, else in the
+// largest binary unit it reaches, with at most two decimals ("64 MiB",
+// "1.5 KiB", "2.33 GiB").
+func formatSize(n int64) string {
 	for i := len(sizeUnits) - 1; i > 0; i-- {
 		u := sizeUnits[i]
-		if int64(n)%(u.bytes/4) == 0 && int64(n) >= u.bytes {
-			return strconv.FormatFloat(float64(n)/float64(u.bytes), 'f', -1, 64) + " " + strings.ToUpper(u.names[1][:1]) + "iB"
+		if n >= u.bytes {
+			v := strconv.FormatFloat(float64(n)/float64(u.bytes), 'f', 2, 64)
+			v = strings.TrimRight(strings.TrimRight(v, "0"), ".")
+			return v + " " + strings.ToUpper(u.names[0]) + "iB"
 		}
 	}
-	return plural(n, "byte")
+	return plural(int(n), "byte")
 }

@@ -167,8 +167,10 @@ func webHandler(sh *shell, page webPageData) http.Handler {
 		var st webState
 		err := sh.readStore(func(db *shale.DB, dir string) error {
 			st = buildState(db, dir)
+			st.Opened, st.Openings = sh.opened.Format(clockFormat), sh.openings
 			return nil
 		})
+		st.Time = time.Now().Format(clockFormat)
 		st.Events = sh.events.list()
 		writeJSON(w, st, err)
 	})
@@ -255,9 +257,23 @@ func parseWebKey(s string) ([]byte, error) {
 	return []byte(words[0].text), nil
 }
 
+// clockFormat is how the view writes a time, kvsh's local time to the
+// millisecond: every time on the page is kvsh's, in this one format.
+const clockFormat = "15:04:05.000"
+
 // webState is what /api/state answers: the tree, the metrics and the
 // recent events.
+//
+// The metrics are the open store's, which start from zero when kvsh opens
+// it: at the start, and at each reopen (bloom, policy, rowcache and the
+// other Open options reopen it; so do open, check and repair). The events
+// are cleared then too, so that the list and the counters cover the same
+// time: since Opened. Openings counts the opens in this session, so the
+// page can say that a reopen restarted them.
 type webState struct {
+	Time     string        `json:"time"`     // kvsh's clock when it answered
+	Opened   string        `json:"opened"`   // when kvsh opened the store
+	Openings int           `json:"openings"` // 1, then one more at each reopen
 	Dir      string        `json:"dir"`
 	Levels   []webLevel    `json:"levels"`
 	Smallest string        `json:"smallest"` // the store's smallest key, as FormatKey renders it
@@ -572,20 +588,27 @@ func buildScan(t *shale.ScanTrace, ks keySpace) webScan {
 // maxWebEvents is how many recent events the view keeps.
 const maxWebEvents = 40
 
-// eventRing keeps the store's recent flushes and compactions for the
+// eventRing keeps the store's recent events (flushes, compactions) for the
 // view. The store's EventListener (see listener) fills it from the
-// background goroutines; it outlives reopens of the store.
+// background goroutines; the shell clears it when it opens a store, whose
+// metrics start from zero. Its sequence numbers go on across clears, so the
+// page tells new events from those it has drawn.
 type eventRing struct {
 	mu     sync.Mutex
 	seq    int64
 	events []webEvent // oldest first
 }
 
-// webEvent is one flush or compaction.
+// webEvent is one event of the store. The page draws every kind alike,
+// from Time, Kind, Tables and Detail, so a new kind of event needs only a
+// callback in listener that fills them; Inputs, Outputs and the sizes are
+// there for the kinds that have them.
 type webEvent struct {
 	Seq      int64        `json:"seq"`
-	Time     string       `json:"time"` // local time, "15:04:05.000"
-	Kind     string       `json:"kind"` // "flush", or a shale.CompactionInfo's Kind
+	Time     string       `json:"time"`   // kvsh's clock, in clockFormat
+	Kind     string       `json:"kind"`   // "flush", or a shale.CompactionInfo's Kind
+	Tables   string       `json:"tables"` // the tables it read and wrote: "L0:5 L6:3 → L6:7"
+	Detail   string       `json:"detail"` // sizes, how long it took, why
 	Reason   string       `json:"reason,omitempty"`
 	Inputs   []webEventIO `json:"inputs"`
 	Outputs  []webEventIO `json:"outputs"`
@@ -612,23 +635,46 @@ func eventIOs(ts []shale.EventTable) []webEventIO {
 func (r *eventRing) listener() *shale.EventListener {
 	return &shale.EventListener{
 		FlushEnd: func(fi shale.FlushInfo) {
-			r.add(webEvent{Kind: "flush", Inputs: []webEventIO{}, Outputs: eventIOs([]shale.EventTable{fi.Output}),
-				BytesOut: int64(fi.Output.Size), Millis: millis(fi.Duration)})
+			e := webEvent{Kind: "flush", Inputs: []webEventIO{}, Outputs: eventIOs([]shale.EventTable{fi.Output}),
+				BytesOut: int64(fi.Output.Size), Millis: millis(fi.Duration)}
+			e.Tables = "memtable → " + eventTablesText(e.Outputs)
+			e.Detail = fmt.Sprintf("%s written, %.1f ms", formatSize(e.BytesOut), e.Millis)
+			r.add(e, time.Now())
 		},
 		CompactionEnd: func(ci shale.CompactionInfo) {
-			r.add(webEvent{Kind: ci.Kind, Reason: ci.Reason, Inputs: eventIOs(ci.Inputs), Outputs: eventIOs(ci.Outputs),
-				BytesIn: ci.BytesIn, BytesOut: ci.BytesOut, Millis: millis(ci.Duration)})
+			e := webEvent{Kind: ci.Kind, Reason: ci.Reason, Inputs: eventIOs(ci.Inputs), Outputs: eventIOs(ci.Outputs),
+				BytesIn: ci.BytesIn, BytesOut: ci.BytesOut, Millis: millis(ci.Duration)}
+			e.Tables = eventTablesText(e.Inputs) + " → " + eventTablesText(e.Outputs)
+			e.Detail = fmt.Sprintf("%s in, %s written, %.1f ms", formatSize(e.BytesIn), formatSize(e.BytesOut), e.Millis)
+			if e.Reason != "" {
+				e.Detail += ": " + e.Reason
+			}
+			r.add(e, time.Now())
 		},
 	}
 }
 
+// eventTablesText names tables as the event list shows them: "L0:5 L6:3",
+// or "nothing".
+func eventTablesText(ios []webEventIO) string {
+	if len(ios) == 0 {
+		return "nothing"
+	}
+	names := make([]string, len(ios))
+	for i, t := range ios {
+		names[i] = fmt.Sprintf("L%d:%d", t.Level, t.FileNum)
+	}
+	return strings.Join(names, " ")
+}
+
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func (r *eventRing) add(e webEvent) {
+// add records e, which happened at t.
+func (r *eventRing) add(e webEvent, t time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seq++
-	e.Seq, e.Time = r.seq, time.Now().Format("15:04:05.000")
+	e.Seq, e.Time = r.seq, t.Format(clockFormat)
 	if len(r.events) == maxWebEvents {
 		r.events = append(r.events[:0], r.events[1:]...)
 	}
@@ -644,4 +690,11 @@ func (r *eventRing) list() []webEvent {
 		list[len(list)-1-i] = e
 	}
 	return list
+}
+
+// clear forgets the events, keeping the sequence numbers going.
+func (r *eventRing) clear() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = nil
 }
