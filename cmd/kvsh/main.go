@@ -244,8 +244,8 @@ func (sh *shell) execInterruptible(line string) (quit bool, err error) {
 	return sh.execLine(line)
 }
 
-// splitCommands splits -c's argument at each ";" outside double quotes
-// (and not escaped as \;), as the shell's lines are split into words.
+// splitCommands splits -c's argument at each ";" outside double quotes (an
+// escaped \" does not open or close one), as splitLine splits words.
 func splitCommands(s string) ([]string, error) {
 	var lines []string
 	start, inQuote := 0, false
