@@ -905,7 +905,7 @@ func TestRepairReport(t *testing.T) {
 	if dt.LostTo != "lost/"+name(damagedTable) || dt.Held != 500 || dt.Recovered == 0 || dt.Recovered >= 500 || len(dt.Problems) != 1 {
 		t.Errorf("damaged table: %+v; want 500 held, some recovered, one problem, moved to lost/", dt)
 	}
-	if it.Damaged() || it.Held != 100 || it.Recovered != 100 || len(it.Problems) != 0 {
+	if it.Damaged || !dt.Damaged || !w.Damaged || it.Held != 100 || it.Recovered != 100 || len(it.Problems) != 0 {
 		t.Errorf("intact table: %+v; want its 100 entries recovered", it)
 	}
 	var ce *base.CorruptionError

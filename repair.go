@@ -134,15 +134,15 @@ type RepairedFile struct {
 	// UnreadBytes is how many bytes of a WAL lie past the first record
 	// that does not read, which the framing cannot find records in.
 	UnreadBytes int64
-	// Problems is the damage found in the file; LostTo where the file
-	// was moved ("lost/000005.sst", maybe with a suffix), or "" for a file
-	// that read whole, which is removed once the new MANIFEST is durable.
+	// Problems is the damage found in the file. Damaged says that Repair
+	// sets the file aside, and LostTo where it moved it ("lost/000005.sst",
+	// maybe with a suffix; "" until it has). A file not damaged is removed
+	// once the new MANIFEST is durable: its every entry is in the new
+	// tables.
 	Problems []error
+	Damaged  bool
 	LostTo   string
 }
-
-// Damaged reports whether Repair set the file aside in lost/.
-func (f RepairedFile) Damaged() bool { return f.LostTo != "" }
 
 // String prints a line per file, with its problems indented below it, and
 // a summary, which a repair that failed (Err) does not have.
@@ -164,16 +164,16 @@ func (r *RepairReport) String() string {
 			logs++
 		}
 		recovered += f.Recovered
-		if f.Damaged() {
+		if f.Damaged {
 			moved++
 		}
 		b.WriteString(f.Name + ": ")
 		switch {
-		case kind == fileTypeManifest && f.Damaged():
-			fmt.Fprintf(&b, "not read whole: moved to %s", f.LostTo)
+		case kind == fileTypeManifest && f.Damaged:
+			fmt.Fprint(&b, "not used (CURRENT names no MANIFEST that reads whole)")
 		case kind == fileTypeManifest:
 			fmt.Fprint(&b, "read whole: replaced")
-		case !f.Damaged():
+		case !f.Damaged:
 			fmt.Fprintf(&b, "%s, intact", plural(int(f.Recovered), "entry"))
 		default:
 			fmt.Fprintf(&b, "damaged: %s recovered", plural(int(f.Recovered), "entry"))
@@ -189,7 +189,12 @@ func (r *RepairReport) String() string {
 				}
 				fmt.Fprint(&b, " (the entries lost cannot be counted)")
 			}
+		}
+		switch {
+		case f.LostTo != "":
 			fmt.Fprintf(&b, "; moved to %s", f.LostTo)
+		case f.Damaged:
+			fmt.Fprintf(&b, "; not moved to %s/ (the repair stopped first)", lostDir)
 		}
 		b.WriteString("\n")
 		for _, p := range f.Problems {
@@ -226,6 +231,12 @@ type repairer struct {
 	damaged, used []string
 	// report is what Repair says it did.
 	report *RepairReport
+}
+
+// setAside marks the file name damaged, to move to lost/.
+func (r *repairer) setAside(name string) {
+	r.damaged = append(r.damaged, name)
+	r.file(name).Damaged = true
 }
 
 // file returns the report's entry for the file name, adding it.
@@ -350,7 +361,7 @@ func (r *repairer) readManifest(sf storeFiles) error {
 			if whole {
 				r.used = append(r.used, name)
 			} else {
-				r.damaged = append(r.damaged, name)
+				r.setAside(name)
 			}
 		}
 	}
@@ -385,7 +396,7 @@ func (r *repairer) readTable(num uint64) error {
 	if errors.Is(err, base.ErrCorruption) {
 		f.Held = -1
 		f.Problems = append(f.Problems, fmt.Errorf("%w: nothing in it can be read", err))
-		r.damaged = append(r.damaged, name)
+		r.setAside(name)
 		return nil
 	}
 	if err != nil {
@@ -407,7 +418,7 @@ func (r *repairer) readTable(num uint64) error {
 	}
 	defer t.reader.Close()
 	f.Problems = problems
-	r.damaged = append(r.damaged, name)
+	r.setAside(name)
 	// The range tombstones were read, and checked, when the table opened.
 	for _, tb := range t.reader.RangeDels().AppendTombstones(nil) {
 		r.salvage.Add(tb.Seq, base.KindRangeDelete, tb.Start, tb.End)
@@ -481,7 +492,7 @@ func (r *repairer) readLog(num uint64) error {
 		rf.Held = int64(rf.Recovered)
 	}
 	if len(rf.Problems) > 0 {
-		r.damaged = append(r.damaged, rf.Name)
+		r.setAside(rf.Name)
 	} else {
 		r.used = append(r.used, rf.Name)
 	}
