@@ -127,6 +127,9 @@ func kvsh(args []string, stdin io.Reader, stdout, stderr io.Writer, terminal boo
 			return exitFailed
 		}
 		return exitOK
+	case len(rest) == 1 && (rest[0] == "check" || rest[0] == "repair"):
+		fmt.Fprintf(stderr, "kvsh: %s needs the store's directory: kvsh %s DIR (./%s as a store: kvsh ./%s)\n", rest[0], rest[0], rest[0], rest[0])
+		return exitUsage
 	case len(rest) == 1:
 		dir = rest[0]
 	case len(rest) > 1:
