@@ -41,6 +41,9 @@ type Batch struct {
 	// longest is the largest len(key)+len(value) of an entry (a range
 	// deletion's start and end), which the DB checks before committing.
 	longest int
+	// err is the first write the batch refused (a reversed DeleteRange);
+	// Apply returns it and writes nothing.
+	err error
 }
 
 // NewBatch returns an empty batch. db may be nil; the batch is not tied to
@@ -92,10 +95,22 @@ func (b *Batch) Delete(key []byte) {
 
 // DeleteRange records that every key in [start, end) is deleted, ordered
 // with the batch's other writes: a Put before it in the batch is deleted, a
-// Put after it is not. Both bounds are copied. An empty range (start >= end)
-// records nothing.
+// Put after it is not. Both bounds are copied. An empty range (start ==
+// end) records nothing.
+//
+// A reversed range (start > end) is a mistake, not an empty range: the
+// batch keeps an error naming both keys (matching ErrInvalidRange), Err
+// returns it, and Apply returns it and writes nothing of the batch, until
+// Reset. DeleteRange itself returns nothing, as the batch's other writes
+// do, so that a batch is built without checking each call.
 func (b *Batch) DeleteRange(start, end []byte) {
-	if bytes.Compare(start, end) >= 0 {
+	switch c := bytes.Compare(start, end); {
+	case c > 0:
+		if b.err == nil {
+			b.err = reversedRangeError(start, end)
+		}
+		return
+	case c == 0:
 		return
 	}
 	b.grow(start, end)
@@ -113,11 +128,23 @@ func (b *Batch) Count() int { return int(b.count) }
 // Len returns the size of the batch's encoding in bytes.
 func (b *Batch) Len() int { return max(len(b.data), batchHeaderLen) }
 
-// Reset empties the batch, keeping its buffer.
+// Err returns the first write the batch refused (a DeleteRange with start
+// > end), which Apply will return, or nil.
+func (b *Batch) Err() error { return b.err }
+
+// Reset empties the batch, keeping its buffer, and forgets its error.
 func (b *Batch) Reset() {
 	b.data = b.data[:0]
 	b.count = 0
 	b.longest = 0
+	b.err = nil
+}
+
+// reversedRangeError is the error of a range deletion whose start is past
+// its end.
+func reversedRangeError(start, end []byte) error {
+	return fmt.Errorf("%w: DeleteRange start %s is after end %s (the range is [start, end); nothing was written)",
+		ErrInvalidRange, FormatKey(start), FormatKey(end))
 }
 
 func (b *Batch) empty() bool { return b.count == 0 }

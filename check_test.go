@@ -849,3 +849,98 @@ func TestCheckFindsWhatOpenMeets(t *testing.T) {
 		}
 	}
 }
+
+// TestRepairReport: Repair's report says, per file, what it recovered and
+// what it set aside, with the entries those files held where they can be
+// counted, and a summary; the logger gets the same lines. The store has a
+// table with a damaged block, an intact table and a WAL damaged in the
+// middle.
+func TestRepairReport(t *testing.T) {
+	dir := t.TempDir()
+	var logged []string
+	opts := &Options{BlockSize: 256, BlockCacheSize: -1,
+		Logger: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }}
+	db := mustOpen(t, dir, opts)
+	put := func(from, to int) {
+		for i := from; i < to; i++ {
+			if err := db.Put(fmt.Appendf(nil, "key%04d", i), []byte("value")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put(0, 500)
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	put(500, 600)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	put(600, 800)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(tables) != 2 {
+		t.Fatalf("tables: %v", tables)
+	}
+	damagedTable, intactTable, wal := tables[0], tables[1], onlyFile(t, dir, "*.log")
+	flipByte(t, damagedTable, 10) // the first data block
+	walSize := fileSize(t, wal)
+	flipByte(t, wal, walSize/2)
+
+	logged = nil
+	report, err := RepairWithReport(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]RepairedFile{}
+	var recovered uint64
+	for _, f := range report.Files {
+		byName[f.Name] = f
+		recovered += f.Recovered
+	}
+	name := filepath.Base
+	dt, it, w := byName[name(damagedTable)], byName[name(intactTable)], byName[name(wal)]
+	if dt.LostTo != "lost/"+name(damagedTable) || dt.Held != 500 || dt.Recovered == 0 || dt.Recovered >= 500 || len(dt.Problems) != 1 {
+		t.Errorf("damaged table: %+v; want 500 held, some recovered, one problem, moved to lost/", dt)
+	}
+	if it.Damaged || !dt.Damaged || !w.Damaged || it.Held != 100 || it.Recovered != 100 || len(it.Problems) != 0 {
+		t.Errorf("intact table: %+v; want its 100 entries recovered", it)
+	}
+	var ce *base.CorruptionError
+	if len(w.Problems) != 1 || !errors.As(w.Problems[0], &ce) || w.LostTo != "lost/"+name(wal) || w.Held != -1 ||
+		w.Recovered == 0 || w.Recovered >= 200 || w.UnreadBytes != walSize-ce.Offset {
+		t.Errorf("WAL: %+v; want some of 200 recovered, the rest uncounted, bytes past the damage unread, moved to lost/", w)
+	}
+	if len(report.Files) != 4 || report.Manifest == "" || report.Tables == 0 || report.Entries != recovered || report.Err != nil {
+		t.Errorf("report: %+v; want 4 files (a MANIFEST, 2 tables, a WAL), new tables of every entry recovered", report)
+	}
+	s := report.String()
+	for _, want := range []string{
+		fmt.Sprintf("%s: damaged: %d entries recovered of 500, %d lost; moved to lost/%s\n  shale: corruption in %s at offset 0: ",
+			name(damagedTable), dt.Recovered, 500-dt.Recovered, name(damagedTable), damagedTable),
+		fmt.Sprintf("%s: 100 entries, intact\n", name(intactTable)),
+		fmt.Sprintf("%s: damaged: %d entries recovered, then %d bytes unread (the entries lost cannot be counted); moved to lost/%s\n",
+			name(wal), w.Recovered, w.UnreadBytes, name(wal)),
+		fmt.Sprintf("recovered %d entries from 2 tables and 1 WAL into %s (%s, last sequence number %d); 2 files moved to lost/; entries lost: %d counted, and more that cannot be\n",
+			recovered, plural(report.Tables, "new table")+fmt.Sprintf(" of %d entries in L6", recovered), report.Manifest, report.LastSeqNum, 500-dt.Recovered),
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the report lacks %q:\n%s", want, s)
+		}
+	}
+	if got := strings.Join(logged, "\n") + "\n"; got != "repair: "+strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\nrepair: ")+"\n" {
+		t.Errorf("logged:\n%s\nwant the report's lines:\n%s", got, s)
+	}
+	t.Logf("report:\n%s", s)
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Size()
+}

@@ -50,6 +50,9 @@ var (
 	// ErrReadOnly: a write (Put, Delete, DeleteRange, Apply, Flush,
 	// Compact) to a store opened with Options.ReadOnly.
 	ErrReadOnly = errors.New("shale: the store was opened read-only")
+	// ErrInvalidRange: a range deletion's start is after its end (as
+	// RocksDB's InvalidArgument). The error names both keys.
+	ErrInvalidRange = errors.New("shale: invalid range")
 )
 
 // DB is an open store. Every method is safe for concurrent use.
@@ -289,7 +292,8 @@ func (db *DB) Delete(key []byte) error {
 }
 
 // DeleteRange deletes every key in [start, end) with one write. An empty
-// range (start >= end) is a no-op.
+// range (start == end) is a no-op; a reversed one (start > end) is an error
+// that names both keys and matches ErrInvalidRange, and writes nothing.
 func (db *DB) DeleteRange(start, end []byte) error {
 	b := getBatch()
 	b.DeleteRange(start, end)
@@ -323,7 +327,8 @@ func (db *DB) applyPooled(b *Batch) error {
 //
 // A batch with an entry whose key and value (a range deletion's start and
 // end) together pass 256 MiB - 8 bytes is refused whole, with an error and
-// nothing written: a table could not hold it.
+// nothing written: a table could not hold it. So is a batch that refused a
+// write when it was built (see Batch.DeleteRange): Apply returns that error.
 //
 // If the WAL cannot be written or synced, or a flush or compaction fails,
 // the DB stops taking writes: this and every later write returns that
@@ -347,6 +352,9 @@ func (db *DB) ApplyWithOptions(b *Batch, o WriteOptions) error {
 		return err
 	}
 	defer db.leave()
+	if b != nil && b.err != nil {
+		return b.err
+	}
 	if b == nil || b.empty() {
 		return nil
 	}

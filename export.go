@@ -1,6 +1,7 @@
 package shale
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/shale-db/shale/bloom"
@@ -25,6 +26,13 @@ import (
 // p must be in (0, 1). After Close it returns ErrClosed; a read error stops
 // the export and is returned (ErrCorruption for damaged data).
 func (db *DB) ExportFilter(lower, upper []byte, p float64) (f *bloom.Filter, keys int, err error) {
+	return db.ExportFilterContext(context.Background(), lower, upper, p)
+}
+
+// ExportFilterContext is ExportFilter, stopped when ctx is done: it checks
+// ctx between keys and then returns ctx's error (context.Canceled, say) and
+// no filter.
+func (db *DB) ExportFilterContext(ctx context.Context, lower, upper []byte, p float64) (f *bloom.Filter, keys int, err error) {
 	if !(p > 0 && p < 1) {
 		return nil, 0, fmt.Errorf("shale: ExportFilter: false-positive rate %v is not in (0, 1)", p)
 	}
@@ -35,6 +43,9 @@ func (db *DB) ExportFilter(lower, upper []byte, p float64) (f *bloom.Filter, key
 		}
 	}()
 	for ok := it.First(); ok; ok = it.Next() {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
 		keys++
 	}
 	if err := it.Error(); err != nil {
@@ -42,6 +53,9 @@ func (db *DB) ExportFilter(lower, upper []byte, p float64) (f *bloom.Filter, key
 	}
 	f = bloom.New(keys, p)
 	for ok := it.First(); ok; ok = it.Next() {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
 		f.Add(it.Key())
 	}
 	if err := it.Error(); err != nil {

@@ -1,6 +1,7 @@
 package shale
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/shale-db/shale/vfs"
 )
 
 func exportKey(i int) []byte { return fmt.Appendf(nil, "k%05d", i) }
@@ -226,5 +229,43 @@ func TestExportFilterErrors(t *testing.T) {
 	defer db.Close()
 	if _, _, err := db.ExportFilter(nil, nil, 0.01); !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), filepath.Base(table)) {
 		t.Fatalf("damaged table: %v, want ErrCorruption naming %s", err, filepath.Base(table))
+	}
+}
+
+// stopAfter is a context that reports context.Canceled from the n+1st call
+// of Err on, so that a test stops a loop at a known step.
+type stopAfter struct {
+	context.Context
+	n int
+}
+
+func (c *stopAfter) Err() error {
+	if c.n == 0 {
+		return context.Canceled
+	}
+	c.n--
+	return nil
+}
+
+// TestExportFilterContext: ExportFilterContext stops, between keys, once
+// its context is done, in either pass, and returns the context's error and
+// no filter; with a context never done it exports what ExportFilter does.
+func TestExportFilterContext(t *testing.T) {
+	db := mustOpen(t, "db", &Options{FS: vfs.NewMem()})
+	defer db.Close()
+	for i := range 100 {
+		if err := db.Put(exportKey(i), []byte("value")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []int{0, 50, 150} { // before the first key, in the count, in the adding pass
+		f, keys, err := db.ExportFilterContext(&stopAfter{context.Background(), n}, nil, nil, 0.01)
+		if !errors.Is(err, context.Canceled) || f != nil || keys != 0 {
+			t.Errorf("stopped after %d keys: %v, %d keys, filter %v; want context.Canceled and nothing else", n, err, keys, f != nil)
+		}
+	}
+	f, keys, err := db.ExportFilterContext(context.Background(), nil, nil, 0.01)
+	if err != nil || keys != 100 || !f.MayContain(exportKey(7)) {
+		t.Fatalf("never stopped: %v, %d keys", err, keys)
 	}
 }

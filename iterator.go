@@ -2,6 +2,8 @@ package shale
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"sort"
 
 	"github.com/shale-db/shale/internal/base"
@@ -482,8 +484,20 @@ func (it *Iterator) Value() []byte {
 	return it.value
 }
 
-// Error returns the error that stopped the iterator, if any.
-func (it *Iterator) Error() error { return it.err }
+// Error returns the error that stopped the iterator, if any. After Close
+// (the iterator's, or its DB's) it returns an error that matches ErrClosed,
+// and also the error that had stopped the iterator, if one had: an iterator
+// used after Close says so rather than look like one that reached its end.
+func (it *Iterator) Error() error {
+	closed := it.closed || it.db != nil && it.db.closed.Load()
+	switch {
+	case !closed || errors.Is(it.err, ErrClosed):
+		return it.err
+	case it.err == nil:
+		return ErrClosed
+	}
+	return fmt.Errorf("%w (it had stopped: %w)", ErrClosed, it.err)
+}
 
 // Close releases the iterator's files and returns its error, if any.
 // Closing twice returns ErrClosed. Closing after the DB was closed, which

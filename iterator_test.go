@@ -159,6 +159,9 @@ func TestIteratorReadErrorNotStale(t *testing.T) {
 			if err := it.Close(); !errors.Is(err, wantErr) {
 				t.Errorf("%s: Close() = %v, want %v", w.name, err, wantErr)
 			}
+			if err := it.Error(); !errors.Is(err, ErrClosed) || !errors.Is(err, wantErr) {
+				t.Errorf("%s: Error() after Close = %v, want ErrClosed and %v", w.name, err, wantErr)
+			}
 		}
 	}
 	t.Run("checksum mismatch", func(t *testing.T) {
@@ -185,6 +188,58 @@ func TestIteratorReadErrorNotStale(t *testing.T) {
 		})
 		check(t, db, func() { reads.Store(0) }, vfs.ErrInjected)
 	})
+}
+
+// TestIteratorUseAfterClose: an iterator used after its Close, or its DB's,
+// reports ErrClosed from Error, before any move and after each; every move
+// returns false and leaves it invalid, with no key; nothing panics.
+func TestIteratorUseAfterClose(t *testing.T) {
+	db := mustOpen(t, "db", &Options{FS: vfs.NewMem()})
+	for _, k := range []string{"a", "b", "c"} {
+		if err := db.Put([]byte(k), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	moves := map[string]func(*Iterator) bool{
+		"First":     (*Iterator).First,
+		"Last":      (*Iterator).Last,
+		"Next":      (*Iterator).Next,
+		"Prev":      (*Iterator).Prev,
+		"SeekGE(b)": func(it *Iterator) bool { return it.SeekGE([]byte("b")) },
+		"SeekLT(b)": func(it *Iterator) bool { return it.SeekLT([]byte("b")) },
+	}
+	check := func(what string, it *Iterator) {
+		t.Helper()
+		if err := it.Error(); !errors.Is(err, ErrClosed) {
+			t.Errorf("%s: Error() = %v, want ErrClosed", what, err)
+		}
+		for name, move := range moves {
+			if move(it) || it.Valid() || it.Key() != nil || it.Value() != nil {
+				t.Errorf("%s: %s moved onto %q", what, name, it.Key())
+			}
+			if err := it.Error(); !errors.Is(err, ErrClosed) {
+				t.Errorf("%s: Error() after %s = %v, want ErrClosed", what, name, err)
+			}
+		}
+		if err := it.Close(); !errors.Is(err, ErrClosed) {
+			t.Errorf("%s: a second Close = %v, want ErrClosed", what, err)
+		}
+	}
+	it := db.NewIter(nil)
+	if !it.SeekGE([]byte("b")) {
+		t.Fatal(it.Error())
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("after its Close", it)
+
+	left := db.NewIter(nil)
+	if !left.First() {
+		t.Fatal(left.Error())
+	}
+	db.Close() // reports the iterator left open
+	check("after the DB's Close", left)
 }
 
 // TestIteratorKeyWritable: writing into the slices Key and Value returned

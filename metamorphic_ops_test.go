@@ -387,11 +387,15 @@ func (g *metaGenerator) mutation(pos int) metaMutation {
 }
 
 // deleteRangeMutation deletes [start, end) between keys of the set or
-// beyond them; now and then the range is empty (start >= end), a no-op.
+// beyond them; now and then the range is empty (start == end), a no-op. (A
+// reversed range is an error, which TestDeleteRangeReversed tests.)
 func (g *metaGenerator) deleteRangeMutation() metaMutation {
 	start, end := g.seekKey(), g.seekKey()
-	if start > end && g.rng.IntN(10) != 0 {
+	if start > end {
 		start, end = end, start
+	}
+	if g.rng.IntN(10) == 0 {
+		end = start
 	}
 	return metaMutation{kind: mutDeleteRange, key: start, end: end}
 }

@@ -3,6 +3,7 @@ package shale
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/shale-db/shale/vfs"
@@ -133,10 +134,8 @@ func TestDeleteRangeSemantics(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := db.Metrics().LastSeqNum
-	for _, r := range [][2]string{{"b", "b"}, {"c", "a"}} {
-		if err := db.DeleteRange([]byte(r[0]), []byte(r[1])); err != nil {
-			t.Fatal(err)
-		}
+	if err := db.DeleteRange([]byte("b"), []byte("b")); err != nil {
+		t.Fatal(err)
 	}
 	if db.Metrics().LastSeqNum != last {
 		t.Fatal("an empty range deletion took a sequence number")
@@ -154,6 +153,45 @@ func TestDeleteRangeSemantics(t *testing.T) {
 	for k, present := range map[string]bool{"a": true, "b": false, "c": false, "d": true} {
 		checkGet(t, db.Get, []byte(k), present)
 	}
+}
+
+// TestDeleteRangeReversed checks that a range deletion whose start is after
+// its end is an error naming both keys, from DB.DeleteRange at once and from
+// Apply for a batch that recorded one, and that such a batch writes nothing
+// of itself until Reset.
+func TestDeleteRangeReversed(t *testing.T) {
+	db := mustOpen(t, "db", &Options{FS: vfs.NewMem()})
+	defer db.Close()
+	if err := db.Put([]byte("b"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	last := db.Metrics().LastSeqNum
+	wantErr := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrInvalidRange) || !strings.Contains(err.Error(), `start c is after end "a\n"`) {
+			t.Fatalf("%s: %v, want ErrInvalidRange naming c and \"a\\n\"", what, err)
+		}
+	}
+	wantErr("DeleteRange(c, a)", db.DeleteRange([]byte("c"), []byte("a\n")))
+
+	b := db.NewBatch()
+	b.Put([]byte("x"), []byte("1"))
+	b.DeleteRange([]byte("c"), []byte("a\n"))
+	b.DeleteRange([]byte("a"), []byte("z"))
+	wantErr("Batch.Err", b.Err())
+	wantErr("Apply", db.Apply(b))
+	if db.Metrics().LastSeqNum != last {
+		t.Fatal("a refused range deletion wrote something")
+	}
+	checkGet(t, db.Get, []byte("b"), true)
+	checkGet(t, db.Get, []byte("x"), false)
+
+	b.Reset()
+	b.Put([]byte("x"), []byte("1"))
+	if err := db.Apply(b); err != nil {
+		t.Fatalf("Apply after Reset: %v", err)
+	}
+	checkGet(t, db.Get, []byte("x"), true)
 }
 
 // TestDeleteRangeRecovery checks that a range deletion survives a crash

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 
 	"github.com/shale-db/shale/internal/base"
 	"github.com/shale-db/shale/internal/compaction"
@@ -56,26 +57,170 @@ const lostDir = "lost"
 // yet removed them): their versions are older than the ones that replaced
 // them, so they lose the merge, except a version whose deletion a compaction
 // has since dropped. Repair needs free space for a second copy of the data.
+//
+// Repair logs, through Options.Logger, what it did with each file and a
+// summary: the lines of RepairWithReport's report.
+//
 // Options.ReadOnly makes it fail with ErrReadOnly, touching nothing.
 func Repair(dir string, opts *Options) error {
+	_, err := RepairWithReport(dir, opts)
+	return err
+}
+
+// RepairWithReport is Repair, and says what it did, file by file, as a
+// report: what it recovered from each table and WAL, what it set aside in
+// lost/ with the entries those files held, as far as they can be counted,
+// and what it wrote. The report's lines also go, one Options.Logger call
+// each, to the logger, and then the error if the repair failed. When the
+// repair fails, the report holds what it had found (it is nil only if
+// Repair did not get to read the store: a bad option, a held LOCK, no
+// directory).
+func RepairWithReport(dir string, opts *Options) (*RepairReport, error) {
 	if err := opts.validate(); err != nil {
-		return err
+		return nil, err
 	}
 	if opts != nil && opts.ReadOnly {
-		return fmt.Errorf("shale: repair %s: %w", dir, ErrReadOnly)
+		return nil, fmt.Errorf("shale: repair %s: %w", dir, ErrReadOnly)
 	}
 	db := offlineDB(dir, opts.withDefaults())
 	lock, err := db.lockClosed()
 	if err != nil {
-		return fmt.Errorf("shale: repair %s: %w", dir, err)
+		return nil, fmt.Errorf("shale: repair %s: %w", dir, err)
 	}
 	defer lock.Close()
-	r := &repairer{db: db, salvage: memtable.New()}
+	r := &repairer{db: db, salvage: memtable.New(), report: &RepairReport{Dir: dir}}
 	defer r.salvage.Free() // merged into new tables by run, or abandoned
-	if err := r.run(); err != nil {
-		return fmt.Errorf("shale: repair %s: %w", dir, err)
+	err = r.run()
+	if err != nil {
+		err = fmt.Errorf("shale: repair %s: %w", dir, err)
+		r.report.Err = err
 	}
-	return nil
+	for line := range strings.Lines(r.report.String()) {
+		db.logf("repair: %s", strings.TrimSuffix(line, "\n"))
+	}
+	if err != nil {
+		db.logf("repair: not repaired: %v", err)
+	}
+	return r.report, err
+}
+
+// RepairReport is what a repair did, file by file, as LevelDB's RepairDB
+// logs it. Its String method prints it for people.
+type RepairReport struct {
+	Dir string
+	// Files are the store's MANIFESTs, tables and WALs, in the order
+	// Repair read them (MANIFESTs, then tables and WALs by number).
+	Files []RepairedFile
+	// Problems are the problems that belong to no one file (a missing
+	// CURRENT).
+	Problems []error
+	// Manifest is the name of the MANIFEST Repair wrote, "" if it did not
+	// get that far; Tables and Entries count the new tables, in the bottom
+	// level, and their entries: the newest version of each key recovered,
+	// and the deletions (point and range) that hide older ones.
+	Manifest   string
+	Tables     int
+	Entries    uint64
+	LastSeqNum uint64
+	// Err is the error that stopped the repair, or nil.
+	Err error
+}
+
+// RepairedFile is what Repair made of one file of the store.
+type RepairedFile struct {
+	Name string // as in the store's directory: 000005.sst, 000007.log, MANIFEST-000003
+	// Recovered counts the entries taken from the file (range deletions
+	// included) into the merge; Held the entries it held, as far as they
+	// can be counted (a table's properties say how many it has), or -1
+	// where they cannot (a WAL past its damage, a table that does not
+	// open). A MANIFEST holds no entries: both are 0.
+	Recovered uint64
+	Held      int64
+	// UnreadBytes is how many bytes of a WAL lie past the first record
+	// that does not read, which the framing cannot find records in.
+	UnreadBytes int64
+	// Problems is the damage found in the file. Damaged says that Repair
+	// sets the file aside, and LostTo where it moved it ("lost/000005.sst",
+	// maybe with a suffix; "" until it has). A file not damaged is removed
+	// once the new MANIFEST is durable: its every entry is in the new
+	// tables.
+	Problems []error
+	Damaged  bool
+	LostTo   string
+}
+
+// String prints a line per file, with its problems indented below it, and
+// a summary, which a repair that failed (Err) does not have.
+func (r *RepairReport) String() string {
+	var b strings.Builder
+	for _, p := range r.Problems {
+		fmt.Fprintf(&b, "%v\n", p)
+	}
+	var tables, logs, moved int
+	var recovered uint64
+	var lost int64
+	unknown := false
+	for _, f := range r.Files {
+		kind, _, _ := parseFileName(f.Name)
+		switch kind {
+		case fileTypeTable:
+			tables++
+		case fileTypeLog:
+			logs++
+		}
+		recovered += f.Recovered
+		if f.Damaged {
+			moved++
+		}
+		b.WriteString(f.Name + ": ")
+		switch {
+		case kind == fileTypeManifest && f.Damaged:
+			fmt.Fprint(&b, "not used (CURRENT names no MANIFEST that reads whole)")
+		case kind == fileTypeManifest:
+			fmt.Fprint(&b, "read whole: replaced")
+		case !f.Damaged:
+			fmt.Fprintf(&b, "%s, intact", plural(int(f.Recovered), "entry"))
+		default:
+			fmt.Fprintf(&b, "damaged: %s recovered", plural(int(f.Recovered), "entry"))
+			switch {
+			case f.Held >= 0:
+				n := max(f.Held-int64(f.Recovered), 0)
+				lost += n
+				fmt.Fprintf(&b, " of %d, %d lost", f.Held, n)
+			default:
+				unknown = true
+				if f.UnreadBytes > 0 {
+					fmt.Fprintf(&b, ", then %d bytes unread", f.UnreadBytes)
+				}
+				fmt.Fprint(&b, " (the entries lost cannot be counted)")
+			}
+		}
+		switch {
+		case f.LostTo != "":
+			fmt.Fprintf(&b, "; moved to %s", f.LostTo)
+		case f.Damaged:
+			fmt.Fprintf(&b, "; not moved to %s/ (the repair stopped first)", lostDir)
+		}
+		b.WriteString("\n")
+		for _, p := range f.Problems {
+			fmt.Fprintf(&b, "  %v\n", p)
+		}
+	}
+	if r.Manifest == "" {
+		return b.String() // the repair stopped before the end: no summary
+	}
+	fmt.Fprintf(&b, "recovered %s from %s and %s into %s of %s in L%d (%s, last sequence number %d); ",
+		plural(int(recovered), "entry"), plural(tables, "table"), plural(logs, "WAL"),
+		plural(r.Tables, "new table"), plural(int(r.Entries), "entry"), manifest.NumLevels-1, r.Manifest, r.LastSeqNum)
+	switch {
+	case moved == 0:
+		b.WriteString("nothing lost\n")
+	case unknown:
+		fmt.Fprintf(&b, "%s moved to %s/; entries lost: %d counted, and more that cannot be\n", plural(moved, "file"), lostDir, lost)
+	default:
+		fmt.Fprintf(&b, "%s moved to %s/; entries lost: %d\n", plural(moved, "file"), lostDir, lost)
+	}
+	return b.String()
 }
 
 // repairer holds what Repair has found.
@@ -89,6 +234,25 @@ type repairer struct {
 	// damaged are the names of the files to move to lost/; used those of
 	// the intact inputs, to remove once the new MANIFEST is durable.
 	damaged, used []string
+	// report is what Repair says it did.
+	report *RepairReport
+}
+
+// setAside marks the file name damaged, to move to lost/.
+func (r *repairer) setAside(name string) {
+	r.damaged = append(r.damaged, name)
+	r.file(name).Damaged = true
+}
+
+// file returns the report's entry for the file name, adding it.
+func (r *repairer) file(name string) *RepairedFile {
+	for i := range r.report.Files {
+		if r.report.Files[i].Name == name {
+			return &r.report.Files[i]
+		}
+	}
+	r.report.Files = append(r.report.Files, RepairedFile{Name: name})
+	return &r.report.Files[len(r.report.Files)-1]
 }
 
 func (r *repairer) run() error {
@@ -168,7 +332,13 @@ func (r *repairer) run() error {
 	if err := db.manifest.Close(); err != nil {
 		return err
 	}
-	db.logf("repair: wrote MANIFEST-%06d: tables in L%d: %d; last sequence number %d", db.manifestNum, manifest.NumLevels-1, len(out), db.lastSeq)
+	r.report.Manifest = baseFileName(fileTypeManifest, db.manifestNum)
+	r.report.Tables = len(out)
+	for _, t := range out {
+		p := t.reader.Properties()
+		r.report.Entries += p.NumEntries + p.NumRangeDels
+	}
+	r.report.LastSeqNum = uint64(db.lastSeq)
 	for _, t := range r.intact {
 		t.reader.Close()
 	}
@@ -197,19 +367,35 @@ func (r *repairer) readManifest(sf storeFiles) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range c.problems {
-		r.db.logf("repair: %v", p)
-	}
 	for _, name := range sf.names {
 		if t, _, ok := parseFileName(name); ok && t == fileTypeManifest {
+			r.file(name)
 			if whole {
 				r.used = append(r.used, name)
 			} else {
-				r.damaged = append(r.damaged, name)
+				r.setAside(name)
 			}
 		}
 	}
+	for _, p := range c.problems {
+		r.problem(p)
+	}
 	return nil
+}
+
+// problem adds p to the report: to the file it names, or to the report's
+// own problems if it names none of the files read.
+func (r *repairer) problem(p error) {
+	var ce *base.CorruptionError
+	if errors.As(p, &ce) {
+		for i := range r.report.Files {
+			if f := &r.report.Files[i]; r.db.fs.PathJoin(r.db.dir, f.Name) == ce.File {
+				f.Problems = append(f.Problems, p)
+				return
+			}
+		}
+	}
+	r.report.Problems = append(r.report.Problems, p)
 }
 
 // readTable takes table num whole if it reads whole, or else salvages the
@@ -217,10 +403,12 @@ func (r *repairer) readManifest(sf storeFiles) error {
 func (r *repairer) readTable(num uint64) error {
 	db := r.db
 	name := baseFileName(fileTypeTable, num)
+	f := r.file(name)
 	t, err := db.openTable(&manifest.FileMeta{FileNum: num})
 	if errors.Is(err, base.ErrCorruption) {
-		db.logf("repair: %v: nothing in it can be read", err)
-		r.damaged = append(r.damaged, name)
+		f.Held = -1
+		f.Problems = append(f.Problems, fmt.Errorf("%w: nothing in it can be read", err))
+		r.setAside(name)
 		return nil
 	}
 	if err != nil {
@@ -231,25 +419,28 @@ func (r *repairer) readTable(num uint64) error {
 		t.reader.Close()
 		return err
 	}
+	props := t.reader.Properties()
+	f.Held = int64(props.NumEntries + props.NumRangeDels)
 	if len(problems) == 0 {
+		f.Recovered = uint64(f.Held)
 		r.intact = append(r.intact, t)
 		r.used = append(r.used, name)
-		db.lastSeq = max(db.lastSeq, t.reader.Properties().LargestSeq)
+		db.lastSeq = max(db.lastSeq, props.LargestSeq)
 		return nil
 	}
 	defer t.reader.Close()
-	for _, p := range problems {
-		db.logf("repair: %v", p)
-	}
-	r.damaged = append(r.damaged, name)
+	f.Problems = problems
+	r.setAside(name)
 	// The range tombstones were read, and checked, when the table opened.
 	for _, tb := range t.reader.RangeDels().AppendTombstones(nil) {
 		r.salvage.Add(tb.Seq, base.KindRangeDelete, tb.Start, tb.End)
 		db.lastSeq = max(db.lastSeq, tb.Seq)
+		f.Recovered++
 	}
 	_, err = t.reader.Verify(func(k base.InternalKey, value []byte) {
 		r.salvage.Add(k.SeqNum(), k.Kind(), k.UserKey, value)
 		db.lastSeq = max(db.lastSeq, k.SeqNum())
+		f.Recovered++
 	})
 	return err
 }
@@ -264,41 +455,58 @@ func (r *repairer) readLog(num uint64) error {
 		return err
 	}
 	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return err
+	}
+	rf := r.file(baseFileName(fileTypeLog, num))
 	lr := wal.NewReader(f, name)
-	damaged := false
+	countable := true // until a batch is skipped or records are lost
 	for {
 		rec, err := lr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if errors.Is(err, base.ErrCorruption) {
-			db.logf("repair: %v: the records after it are lost", err)
-			damaged = true
+			rf.Problems = append(rf.Problems, fmt.Errorf("%w: the records after it are lost", err))
+			var ce *base.CorruptionError
+			if errors.As(err, &ce) && ce.Offset >= 0 {
+				rf.UnreadBytes = max(size-ce.Offset, 0)
+			}
+			countable = false
 			break
 		}
 		if err != nil {
 			return err
 		}
+		n := 0
 		_, _, err = decodeBatch(rec, name, lr.Offset(), func(e batchEntry) {
 			r.salvage.Add(e.Seq, e.Kind, e.Key, e.Value)
 			db.lastSeq = max(db.lastSeq, e.Seq)
+			n++
 		})
 		if err != nil {
-			db.logf("repair: %v: batch skipped", err)
-			damaged = true
+			rf.Problems = append(rf.Problems, fmt.Errorf("%w: batch skipped", err))
+			countable = false
 		}
+		rf.Recovered += uint64(n)
 	}
 	// A log that ends in whole records no COMMIT counts yet, or in zeros (a
 	// mapped log's allocated tail), lost nothing (see internal/wal): only a
 	// tail that cut bytes off is damage.
 	if off, torn := lr.TornTail(); torn && lr.CutOff() {
-		db.logf("repair: %s ends in a torn record at offset %d", name, off)
-		damaged = true
+		rf.Problems = append(rf.Problems, base.CorruptionErrorf(name, off, "a torn record: the bytes after it are lost"))
+		rf.UnreadBytes = max(size-off, 0)
+		countable = false
 	}
-	if damaged {
-		r.damaged = append(r.damaged, baseFileName(fileTypeLog, num))
+	rf.Held = -1
+	if countable {
+		rf.Held = int64(rf.Recovered)
+	}
+	if len(rf.Problems) > 0 {
+		r.setAside(rf.Name)
 	} else {
-		r.used = append(r.used, baseFileName(fileTypeLog, num))
+		r.used = append(r.used, rf.Name)
 	}
 	return nil
 }
@@ -366,7 +574,7 @@ func (r *repairer) moveDamaged() error {
 		if err := db.fs.Rename(db.fs.PathJoin(db.dir, name), db.fs.PathJoin(lost, to)); err != nil {
 			return err
 		}
-		db.logf("repair: moved %s to %s/%s", name, lostDir, to)
+		r.file(name).LostTo = lostDir + "/" + to
 	}
 	if err := db.fs.SyncDir(lost); err != nil {
 		return err

@@ -3,6 +3,7 @@ package shale
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -279,5 +280,47 @@ func TestTraceKeysAreCopies(t *testing.T) {
 	}
 	if l0 := db.Tables()[0]; len(l0) != 1 || string(l0[0].Smallest) != "b" || string(l0[0].Largest) != "d" {
 		t.Errorf("L0 after writing into a trace's keys: %+v, want one table [b, d]", l0)
+	}
+}
+
+// TestTablesString checks the table TableLevels.String prints: a header,
+// a line per table with its level, file, key range (a long key cut, a
+// range tombstone's end exclusive), size, entries, range deletions and
+// filter counts, a total line, and "no tables" for an empty store.
+func TestTablesString(t *testing.T) {
+	db := mustOpen(t, "db", &Options{FS: vfs.NewMem(), DisableAutomaticCompactions: true})
+	defer db.Close()
+	if got := db.Tables().String(); got != "no tables\n" {
+		t.Fatalf("empty store: %q", got)
+	}
+	loadKeys(t, db, 100)
+	if err := db.Put([]byte("a\x00 key longer than twenty-four characters"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteRange(key(10), key(20)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Get([]byte("key000050~")); err != ErrNotFound {
+		t.Fatal(err)
+	}
+	levels := db.Tables()
+	l0, l6 := levels[0][0], levels[NumLevels-1][0]
+	lines := strings.Split(strings.TrimSuffix(levels.String(), "\n"), "\n")
+	want := []string{
+		`^level +table +keys +size +entries +range dels +filter +checks +skips +false pos$`,
+		fmt.Sprintf(`^L0 +%06d\.sst +\["a\\x00 key longer tha\.\.\. \.\. key000020\) +\d+ B +1 +1 +shale\.bloom\.v1 [\d.]+ bits/key +0 +0 +0$`, l0.FileNum),
+		fmt.Sprintf(`^L6 +%06d\.sst +\[key000000 \.\. key000099\] +[\d.]+ KiB +100 +0 +shale\.bloom\.v1 [\d.]+ bits/key +1 +\d +\d$`, l6.FileNum),
+		`^total +2 tables +[\d.]+ KiB +101 +1$`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), levels)
+	}
+	for i, re := range want {
+		if !regexp.MustCompile(re).MatchString(lines[i]) {
+			t.Errorf("line %d: %q\nwant it to match %s", i, lines[i], re)
+		}
 	}
 }

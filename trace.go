@@ -257,6 +257,9 @@ func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
+	if stem, ok := strings.CutSuffix(noun, "ry"); ok {
+		return fmt.Sprintf("%d %sries", n, stem) // entry, entries
+	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 

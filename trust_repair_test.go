@@ -3,6 +3,7 @@ package shale
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/shale-db/shale/vfs"
@@ -26,8 +27,11 @@ func TestRepairFailsAtEveryOp(t *testing.T) {
 			efs := vfs.NewErrorFS(fs)
 			ii := &vfs.IndexInjector{Index: i, Persistent: persistent}
 			efs.SetInjector(ii.Inject)
-			err := Repair("db", &Options{FS: efs})
+			report, err := RepairWithReport("db", &Options{FS: efs})
 			efs.SetInjector(nil)
+			if err != nil && report != nil {
+				checkFailedRepairReport(t, report, err)
+			}
 			if !ii.Fired() {
 				if err != nil {
 					t.Fatal(err)
@@ -50,6 +54,25 @@ func TestRepairFailsAtEveryOp(t *testing.T) {
 					wantData(t, db, want)
 				})
 			}
+		}
+	}
+}
+
+// checkFailedRepairReport checks the report of a Repair that failed with
+// err: it holds the error, has a summary only if the new MANIFEST was
+// written, and says of each damaged file whether it was moved to lost/.
+func checkFailedRepairReport(t *testing.T, report *RepairReport, err error) {
+	t.Helper()
+	s := report.String()
+	if report.Err != err || strings.Contains(s, "\nrecovered ") != (report.Manifest != "") {
+		t.Fatalf("the report of a Repair that failed (%v): Err %v, MANIFEST %q:\n%s", err, report.Err, report.Manifest, s)
+	}
+	for _, f := range report.Files {
+		if f.Damaged && f.LostTo == "" && !strings.Contains(s, f.Name+": ") {
+			t.Fatalf("the report does not list %s:\n%s", f.Name, s)
+		}
+		if f.Damaged && f.LostTo == "" && !strings.Contains(s, "not moved to lost/ (the repair stopped first)") {
+			t.Fatalf("the report says %s was moved, but it was not:\n%s", f.Name, s)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -36,7 +37,13 @@ func cmdExportFilter(sh *shell, args []string, opts map[string]string) error {
 	if len(args) > 2 {
 		upper = []byte(args[2])
 	}
-	f, n, err := sh.db.ExportFilter(lower, upper, p)
+	if err := checkRange(args[1:]); err != nil {
+		return err
+	}
+	f, n, err := sh.db.ExportFilterContext(sh.ctx, lower, upper, p)
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%w: export-filter stopped; %s not written", errInterrupted, args[0])
+	}
 	if err != nil {
 		return err
 	}

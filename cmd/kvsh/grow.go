@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -158,17 +157,6 @@ func cmdShape(sh *shell, _ []string, opts map[string]string) error {
 		sizeOr(int64(sh.opts.MemTableSize), 4<<20), intOr(sh.opts.L0CompactionThreshold, 6),
 		sizeOr(sh.opts.LBaseMaxBytes, 64<<20), sizeOr(sh.opts.TargetFileSize, 2<<20))
 	return nil
-}
-
-// formatSize renders a byte count as B, KiB or MiB, one decimal.
-func formatSize(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<10)), ".0") + " KiB"
-	}
-	return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<20)), ".0") + " MiB"
 }
 
 // sizeOr formats n, or def when n is 0 (an option's default).

@@ -34,7 +34,10 @@ func cmdLookups(sh *shell, args []string, _ map[string]string) error {
 	before := sh.db.Metrics()
 	key := make([]byte, absentKeyLen)
 	found := 0
-	for range n {
+	for i := range n {
+		if err := sh.interrupted("lookups stopped after %s", plural(i, "lookup")); err != nil {
+			return err
+		}
 		sh.randomize(key[:absentKeyLen-1])
 		key[absentKeyLen-1] = '~'
 		_, err := sh.db.Get(key)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/shale-db/shale"
 )
@@ -65,11 +66,18 @@ func checkStore(w io.Writer, dir string, opts *shale.Options) error {
 	return err
 }
 
-// repairStore runs shale.Repair on the store in dir, printing what it does.
+// repairStore runs shale.Repair on the store in dir and prints its report:
+// what it kept of each file, what it moved to lost/, and a summary.
 func repairStore(w io.Writer, dir string, opts *shale.Options) error {
 	o := *opts
-	o.Logger = func(format string, args ...any) { fmt.Fprintf(w, "  "+format+"\n", args...) }
-	if err := shale.Repair(dir, &o); err != nil {
+	o.Logger = nil // the report says it all, once
+	report, err := shale.RepairWithReport(dir, &o)
+	if report != nil {
+		for line := range strings.Lines(report.String()) {
+			fmt.Fprintf(w, "  %s", line)
+		}
+	}
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "%s: repaired\n", dir)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -23,7 +24,8 @@ import (
 // of terminals: run feeds it lines, and it writes results to out.
 type shell struct {
 	out         io.Writer
-	interactive bool // out is a terminal: show progress bars
+	errOut      io.Writer // error lines; out unless run says otherwise
+	interactive bool      // out is a terminal: show progress bars
 	dir         string
 	opts        shale.Options
 	db          *shale.DB       // nil only after a failed reopen
@@ -34,11 +36,26 @@ type shell struct {
 	filter      *playground // the filter command's standalone filter; nil until filter new
 	web         *webServer  // the web view, while it runs
 	events      eventRing   // the store's recent events, for the web view
+	// opened is when the store was opened, and openings how many times a
+	// store was in this session: the web view's metrics and events count
+	// from then. Changed with dbMu held, like db.
+	opened   time.Time
+	openings int
 	// dbMu guards db and dir against the web view, which reads them from
 	// its own goroutines (see readStore). Only the shell's goroutine
 	// changes them, with dbMu held, so it reads them without.
 	dbMu sync.RWMutex
+	// intrMu guards what interrupt, called from a signal's goroutine,
+	// reads and changes: ctx, which the running command watches and
+	// interrupt cancels; its cancel; and running, the command that runs.
+	intrMu  sync.Mutex
+	ctx     context.Context
+	cancel  context.CancelFunc
+	running *command
 }
+
+// errInterrupted is what a command that Ctrl-C stopped returns, wrapped.
+var errInterrupted = errors.New("interrupted")
 
 // errQuit is what quit returns to end the session.
 var errQuit = errors.New("quit")
@@ -65,14 +82,15 @@ func newShell(out io.Writer, dir string, interactive bool) (*shell, error) {
 // newShellWith opens the store in dir with opts, to which it adds the
 // listener that keeps the web view's events.
 func newShellWith(out io.Writer, dir string, interactive bool, opts shale.Options) (*shell, error) {
-	sh := &shell{out: out, interactive: interactive, dir: dir, now: time.Now, opts: opts}
+	sh := &shell{out: out, errOut: out, interactive: interactive, dir: dir, now: time.Now, opts: opts}
+	sh.ctx, sh.cancel = context.WithCancel(context.Background())
 	sh.rng = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
 	sh.opts.EventListener = sh.events.listener()
 	db, err := openStore(dir, &sh.opts)
 	if err != nil {
 		return nil, err
 	}
-	sh.db = db
+	sh.setStore(db, dir)
 	return sh, nil
 }
 
@@ -125,11 +143,14 @@ func (sh *shell) closeStore() error {
 }
 
 // setStore makes db, in dir, the shell's store, holding dbMu: once it
-// returns, no web request reads the store it replaces.
+// returns, no web request reads the store it replaces. The store's metrics
+// start from zero, so the web view's events start afresh too.
 func (sh *shell) setStore(db *shale.DB, dir string) {
 	sh.dbMu.Lock()
 	defer sh.dbMu.Unlock()
 	sh.db, sh.dir = db, dir
+	sh.opened, sh.openings = time.Now(), sh.openings+1
+	sh.events.clear()
 }
 
 func (sh *shell) releaseSnapshot() {
@@ -153,18 +174,54 @@ func (sh *shell) prompt() string {
 // exec runs one command line and reports whether it asked to quit. Errors
 // are printed as one line each; none ends the session.
 func (sh *shell) exec(line string) (quit bool) {
+	quit, _ = sh.execLine(line)
+	return quit
+}
+
+// execLine is exec, and also returns the command's error, which it has
+// printed to errOut.
+func (sh *shell) execLine(line string) (quit bool, err error) {
 	line = strings.TrimSpace(line)
 	if line == "" || line[0] == '#' {
-		return false
+		return false, nil
 	}
-	err := sh.execWords(line)
+	err = sh.execWords(line)
+	sh.intrMu.Lock()
+	sh.running = nil
+	if sh.ctx.Err() != nil { // interrupted: the next command starts afresh
+		sh.ctx, sh.cancel = context.WithCancel(context.Background())
+	}
+	sh.intrMu.Unlock()
 	if errors.Is(err, errQuit) {
-		return true
+		return true, nil
 	}
 	if err != nil {
-		fmt.Fprintf(sh.out, "error: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+		fmt.Fprintf(sh.errOut, "error: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 	}
-	return false
+	return false, err
+}
+
+// interrupt stops the running command, as Ctrl-C does: a command that
+// watches sh.ctx (load, scan, count, lookups, export-filter) stops at its
+// next step and returns an error that wraps errInterrupted. One that cannot
+// stop midway runs to its end, and interrupt says so; no command starts
+// cancelled, since execLine renews ctx.
+func (sh *shell) interrupt() {
+	sh.intrMu.Lock()
+	defer sh.intrMu.Unlock()
+	sh.cancel()
+	if c := sh.running; c != nil && !c.interruptible {
+		fmt.Fprintf(sh.errOut, "(%s cannot be stopped midway: waiting for it to finish; the store stays consistent)\n", c.name)
+	}
+}
+
+// interrupted returns an error wrapping errInterrupted, saying what was
+// done, once Ctrl-C has stopped the running command, or nil.
+func (sh *shell) interrupted(format string, args ...any) error {
+	if sh.ctx.Err() == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", errInterrupted, fmt.Sprintf(format, args...))
 }
 
 func (sh *shell) execWords(line string) error {
@@ -188,6 +245,9 @@ func (sh *shell) execWords(line string) error {
 			return err
 		}
 	}
+	sh.intrMu.Lock()
+	sh.running = c
+	sh.intrMu.Unlock()
 	return c.run(sh, args, opts)
 }
 
@@ -202,7 +262,10 @@ type command struct {
 	options []string // the name=N options it takes
 	inBatch bool     // allowed between batch and commit
 	noDB    bool     // works with no store open
-	run     func(sh *shell, args []string, opts map[string]string) error
+	// interruptible: Ctrl-C stops it (it watches sh.ctx); for another
+	// command, interrupt says that it cannot be stopped midway.
+	interruptible bool
+	run           func(sh *shell, args []string, opts map[string]string) error
 }
 
 func (c *command) usage() string { return strings.TrimSpace(c.name + " " + c.args) }
@@ -242,10 +305,10 @@ func init() {
 			detail: "Reads the snapshot if one is open. In a batch, reads the committed store: queued writes are not visible until commit."},
 		{name: "del", args: "KEY", summary: "delete KEY (deleting an absent key is fine)", min: 1, max: 1, inBatch: true, run: cmdDel},
 		{name: "delrange", args: "FROM TO", summary: "delete every key with FROM <= key < TO, with one write", min: 2, max: 2, inBatch: true, run: cmdDelRange,
-			detail: "One range tombstone, whatever the number of keys it deletes; FROM >= TO deletes nothing. explain get names the tombstone that deletes a key. Compactions drop the keys it covers, and a table it deletes wholly leaves the store without being rewritten."},
-		{name: "scan", args: "[FROM [TO]] [limit=N]", summary: "print the entries with FROM <= key < TO, in order", max: 2, options: []string{"limit"}, inBatch: true, run: cmdScan,
+			detail: "One range tombstone, whatever the number of keys it deletes; FROM = TO deletes nothing, and FROM after TO is an error. explain get names the tombstone that deletes a key. Compactions drop the keys it covers, and a table it deletes wholly leaves the store without being rewritten."},
+		{name: "scan", args: "[FROM [TO]] [limit=N]", summary: "print the entries with FROM <= key < TO, in order", max: 2, options: []string{"limit"}, inBatch: true, interruptible: true, run: cmdScan,
 			detail: "Prints at most limit entries (default 100), one per line as KEY VALUE. Reads the snapshot if one is open."},
-		{name: "count", args: "[FROM [TO]]", summary: "count the entries with FROM <= key < TO", max: 2, inBatch: true, run: cmdCount,
+		{name: "count", args: "[FROM [TO]]", summary: "count the entries with FROM <= key < TO", max: 2, inBatch: true, interruptible: true, run: cmdCount,
 			detail: "Reads the snapshot if one is open."},
 		{name: "batch", summary: "start a batch: put, del and delrange are queued until commit", run: cmdBatch,
 			detail: "commit applies the queued writes atomically (all or none, also across a crash); abort discards them. get, scan, count, explain, stats and help work in a batch and read the committed store."},
@@ -255,16 +318,17 @@ func init() {
 			detail: "While a snapshot is open, get, scan, count and explain get see the store as it was when it was taken; put and del still write to the live store and show once it is released. snapshot again replaces it with a fresh one. Compactions keep every version the snapshot can see until it is released."},
 		{name: "flush", summary: "write the memtable to an L0 table", run: cmdFlush},
 		{name: "compact", summary: "compact the whole store into the bottom level", run: cmdCompact},
+		{name: "tables", summary: "list the live tables: level, key range, size, entries, filter and its counts", inBatch: true, run: cmdTables},
 		{name: "stats", summary: "print the metrics: the tree per level, reads, filters, cache, writes", inBatch: true, run: cmdStats},
-		{name: "load", args: "N [keysize=16] [valsize=100]", summary: "write N random keys and values", min: 1, max: 1, options: []string{"keysize", "valsize"}, run: cmdLoad,
-			detail: "Keys and values are random lowercase letters and digits, written in batches of 1000 (of at most 64 MiB). keysize and valsize are at most 1 MiB."},
+		{name: "load", args: "N [keysize=16] [valsize=100]", summary: "write N random keys and values (Ctrl-C stops it)", min: 1, max: 1, options: []string{"keysize", "valsize"}, interruptible: true, run: cmdLoad,
+			detail: "Keys and values are random lowercase letters and digits, written in batches of 1000 (of at most 64 MiB). keysize and valsize are sizes in bytes, with a unit if you like (valsize=1KiB), of at most 1 MiB. Ctrl-C stops it; the batches written stay written."},
 		{name: "bloom", args: "[on|off|BITS]", summary: "set the Bloom filter of tables written from now on", max: 1, run: cmdBloom,
 			detail: "on is 10 bits/key, off writes no filter, BITS is 1 to 64 bits/key. The setting is an Open option, so the store is closed and reopened; existing tables keep the filters they have until a compaction rewrites them. With no argument, prints the setting."},
 		{name: "policy", args: "[NAME [BITS]] [L0=F ...]", summary: "set the filter policy of tables written from now on", max: 2, options: []string{"L0", "L1", "L2", "L3", "L4", "L5", "L6"}, run: cmdPolicy,
 			detail: "NAME is bloom BITS, ribbon BITS, fuse, monkey BITS, levels L0=F ... L6=F, or off. bloom, ribbon and fuse put that filter in every table; monkey BITS spends BITS bits/key of Bloom filters on average, more on small runs and fewer on large ones, from the tree's shape when each table is written; levels gives each level its own filter F (bloom:BITS, ribbon:BITS, fuse or none; a level not named gets none); off writes no filter. Like bloom, which replaces a policy, this reopens the store; existing tables keep their filters. With no argument, prints the setting."},
 		{name: "seed", args: "N", summary: "make load and lookups draw from seed N, so that a session repeats", min: 1, max: 1, run: cmdSeed,
 			detail: "Without it, each session draws from a seed of its own."},
-		{name: "lookups", args: "N", summary: "look up N random keys never written and print what they cost: blocks read, filter checks", min: 1, max: 1, run: cmdLookups,
+		{name: "lookups", args: "N", summary: "look up N random keys never written and print what they cost: blocks read, filter checks", min: 1, max: 1, interruptible: true, run: cmdLookups,
 			detail: "The keys are 16 random letters and digits and a final ~, which load never writes. Prints the blocks read per lookup, from disk and from the block cache, and the filters' checks, skips and false positives."},
 		{name: "prefix", args: "[off|N]", summary: "put each key's first N bytes in the filters of tables written from now on", max: 1, run: cmdPrefix,
 			detail: "Sets the store's prefix extractor to FixedPrefix(N) (keys shorter than N have no prefix): filters then hold each key's prefix too, and a scan limited to a prefix of N bytes (explain scan FROM TO prefix=P) skips the tables whose filter says no key has it. Tables keep the extractor they were written with; those written with another one, or none, are read without prefix skips. Like bloom, this reopens the store. With no argument, prints the setting."},
@@ -272,9 +336,9 @@ func init() {
 			detail: "on is 16 bits/key, BITS is 6 to 40. A range filter (package rangefilter, after Grafite) answers whether a table may hold any key in [FROM, TO); a scan with both bounds skips, without I/O, the tables whose range filter says no (explain scan FROM TO shows it). Like bloom, this reopens the store; existing tables keep what they have. With no argument, prints the setting."},
 		{name: "autocompact", args: "[on|off]", summary: "turn automatic compactions on or off (on by default)", max: 1, run: cmdAutocompact,
 			detail: "Off keeps every flushed table in L0, to see how lookups cost with many overlapping tables; compact still works. Like bloom, this reopens the store. With no argument, prints the setting."},
-		{name: "rowcache", args: "[off|BYTES]", summary: "set the row cache's size (off by default)", max: 1, run: cmdRowCache,
+		{name: "rowcache", args: "[off|SIZE]", summary: "set the row cache's size, such as 64MiB (off by default)", max: 1, run: cmdRowCache,
 			detail: "The row cache keeps, per table and key, what a lookup in that table found, so a repeated get reads no block; explain get shows its hits and stats its hits, misses and size. Like bloom, this reopens the store (the row cache starts empty). With no argument, prints the setting."},
-		{name: "export-filter", args: "FILE [FROM [TO]] [p=0.01]", summary: "write a Bloom filter of the keys with FROM <= key < TO to FILE", min: 1, max: 3, options: []string{"p"}, run: cmdExportFilter,
+		{name: "export-filter", args: "FILE [FROM [TO]] [p=0.01]", summary: "write a Bloom filter of the keys with FROM <= key < TO to FILE", min: 1, max: 3, options: []string{"p"}, interruptible: true, run: cmdExportFilter,
 			detail: "The filter holds every live key in the range, at false-positive rate p (default 0.01), and FILE holds it marshalled (bloom.Filter.MarshalBinary; bloom.Filter.UnmarshalBinary reads it back). It reads the live store as it was when the command began, not a snapshot, so it is refused while a snapshot is open rather than export something other than what get and scan show. FILE may not be in the store's directory, whose files it could overwrite. Prints the items, bits per item, probes per item, the file's size and the rate."},
 		{name: "filter", args: "SUBCOMMAND ...", summary: "play with a standalone Bloom filter, outside the store (help filter)", max: 1 + maxFilterArgs, inBatch: true, noDB: true, run: cmdFilter,
 			detail: "Subcommands: new N P [counting|scalable], add ITEM..., test ITEM..., remove ITEM..., fill N, probe N, stats, sizes N [BITS...]. filter new N P makes a Bloom filter for N items at false-positive rate P (counting: one that can remove; scalable: one that grows), replacing the one before. add, test and remove take items; fill N adds N items named item-1, item-2, ...; probe N tests N items never added, absent-1, absent-2, ..., and prints the measured rate. kvsh remembers what was added, so test tells a false positive from a true maybe and stats counts false negatives. sizes N builds filters of N items at 5, 10 and 15 bits per item (or BITS) and prints the textbook formula's rate beside the measured one. Items are named, not random, so the numbers are the same in every session."},
@@ -341,6 +405,9 @@ func cmdDel(sh *shell, args []string, _ map[string]string) error {
 
 func cmdDelRange(sh *shell, args []string, _ map[string]string) error {
 	from, to := []byte(args[0]), []byte(args[1])
+	if err := checkRange(args); err != nil {
+		return err
+	}
 	if sh.batch != nil {
 		sh.batch.DeleteRange(from, to)
 		return sh.queued()
@@ -379,6 +446,15 @@ func cmdGet(sh *shell, args []string, _ map[string]string) error {
 	return nil
 }
 
+// checkRange refuses a range FROM TO (args) whose FROM is after its TO,
+// which is surely a mistake; FROM = TO is an empty range.
+func checkRange(args []string) error {
+	if len(args) == 2 && args[0] > args[1] {
+		return fmt.Errorf("FROM %s is after TO %s: the range is FROM <= key < TO", shale.FormatKey([]byte(args[0])), shale.FormatKey([]byte(args[1])))
+	}
+	return nil
+}
+
 // newIter returns an iterator over [args[0], args[1]) of the snapshot, if
 // one is open, or of the store.
 func (sh *shell) newIter(args []string) *shale.Iterator {
@@ -400,9 +476,16 @@ func cmdScan(sh *shell, args []string, opts map[string]string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkRange(args); err != nil {
+		return err
+	}
 	it := sh.newIter(args)
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
+		if err := sh.interrupted("scan stopped after %s", plural(n, "entry")); err != nil {
+			it.Close()
+			return err
+		}
 		if n == limit {
 			fmt.Fprintf(sh.out, "(stopped at limit=%d: more entries follow)\n", limit)
 			return it.Close()
@@ -418,9 +501,16 @@ func cmdScan(sh *shell, args []string, opts map[string]string) error {
 }
 
 func cmdCount(sh *shell, args []string, _ map[string]string) error {
+	if err := checkRange(args); err != nil {
+		return err
+	}
 	it := sh.newIter(args)
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
+		if err := sh.interrupted("count stopped after %s", plural(n, "entry")); err != nil {
+			it.Close()
+			return err
+		}
 		n++
 	}
 	if err := it.Close(); err != nil {
@@ -494,6 +584,11 @@ func cmdCompact(sh *shell, _ []string, _ map[string]string) error {
 	return nil
 }
 
+func cmdTables(sh *shell, _ []string, _ map[string]string) error {
+	fmt.Fprint(sh.out, sh.db.Tables())
+	return nil
+}
+
 func cmdStats(sh *shell, _ []string, _ map[string]string) error {
 	fmt.Fprint(sh.out, sh.db.Metrics().String())
 	fmt.Fprintf(sh.out, "new tables get %s", describeFilters(sh.opts))
@@ -512,16 +607,16 @@ func cmdLoad(sh *shell, args []string, opts map[string]string) error {
 	if err != nil {
 		return err
 	}
-	keySize, err := intOption(opts, "keysize", 16, 1)
+	keySize, err := sizeOption(opts, "keysize", 16, 1)
 	if err != nil {
 		return err
 	}
-	valSize, err := intOption(opts, "valsize", 100, 0)
+	valSize, err := sizeOption(opts, "valsize", 100, 0)
 	if err != nil {
 		return err
 	}
 	if keySize > maxLoadSize || valSize > maxLoadSize {
-		return fmt.Errorf("keysize and valsize: at most %d (put writes a longer value)", maxLoadSize)
+		return fmt.Errorf("keysize and valsize: at most %s (put writes a longer value)", formatSize(maxLoadSize))
 	}
 	perBatch := min(loadBatchSize, loadBatchBytes/(keySize+valSize))
 	var bar *progressbar.ProgressBar
@@ -534,6 +629,13 @@ func cmdLoad(sh *shell, args []string, opts map[string]string) error {
 	b := sh.db.NewBatch()
 	key, val := make([]byte, keySize), make([]byte, valSize)
 	for done := 0; done < n; {
+		if err := sh.interrupted("load stopped after %s (written, in whole batches)", plural(done, "key")); err != nil {
+			if bar != nil {
+				bar.Exit()
+				fmt.Fprintln(sh.out)
+			}
+			return err
+		}
 		b.Reset()
 		m := min(perBatch, n-done)
 		for range m {
@@ -621,15 +723,15 @@ func cmdRowCache(sh *shell, args []string, _ map[string]string) error {
 		if sh.opts.RowCacheSize == 0 {
 			fmt.Fprintln(sh.out, "the row cache is off")
 		} else {
-			fmt.Fprintf(sh.out, "the row cache holds up to %d bytes\n", sh.opts.RowCacheSize)
+			fmt.Fprintf(sh.out, "the row cache holds up to %s\n", formatSize(int64(sh.opts.RowCacheSize)))
 		}
 		return nil
 	}
 	size := 0
 	if args[0] != "off" {
-		n, err := parseInt("BYTES", args[0], 1)
+		n, err := parseSize("rowcache", args[0], 1)
 		if err != nil {
-			return errors.New("usage: rowcache [off|BYTES]")
+			return err
 		}
 		size = n
 	}
@@ -641,7 +743,7 @@ func cmdRowCache(sh *shell, args []string, _ map[string]string) error {
 	if size == 0 {
 		fmt.Fprintf(sh.out, "closed and reopened %s: the row cache is off\n", sh.dir)
 	} else {
-		fmt.Fprintf(sh.out, "closed and reopened %s: the row cache holds up to %d bytes\n", sh.dir, size)
+		fmt.Fprintf(sh.out, "closed and reopened %s: the row cache holds up to %s\n", sh.dir, formatSize(int64(size)))
 	}
 	return nil
 }

@@ -27,10 +27,13 @@ import (
 //	kvsh               run the input's lines in the session, printing each
 //	                   line after "> " and then its output
 //	prompt             print the interactive prompt
-//	run [dir=D] [readonly]
-//	                   run kvsh (kvsh -readonly) as a whole on D with the
-//	                   input as stdin, not on a terminal; prints its output
-//	                   and its error
+//	run [dir=D] [readonly] [mem]
+//	                   run kvsh's session on D (opened as session's options
+//	                   say) with the input as stdin, not on a terminal;
+//	                   prints its output and its error
+//	main               run kvsh as from a shell: the input's first line is
+//	                   the command line (kvsh ARGS...), the rest stdin;
+//	                   prints stdout and stderr, and the exit status
 //	lock dir=D         open the store in D outside kvsh and hold it open
 //	write-file path=P  create P (and its directory) with the input
 //	ls dir=D           list the files in D
@@ -88,9 +91,23 @@ func TestShell(t *testing.T) {
 			case "prompt":
 				return sh.prompt() + "\n"
 			case "run":
-				if err := run(strings.NewReader(d.Input), &out, dir, false, sessionOptions(d)); err != nil {
+				if err := run(strings.NewReader(d.Input), &out, &out, dir, session{opts: sessionOptions(d)}); err != nil {
 					fmt.Fprintf(&out, "run: %v\n", err)
 				}
+			case "main":
+				// The input's first line is kvsh's command line; the rest is
+				// its stdin. stdout and stderr both go to the output.
+				cmdLine, stdin, _ := strings.Cut(d.Input, "\n")
+				words, err := splitLine(cmdLine)
+				if err != nil {
+					d.Fatalf(t, "%v", err)
+				}
+				var args []string
+				for _, w := range words[1:] { // words[0] is kvsh
+					args = append(args, w.text)
+				}
+				code := kvsh(args, strings.NewReader(stdin), &out, &out, false)
+				fmt.Fprintf(&out, "exit status %d\n", code)
 			case "lock":
 				db, err := shale.Open(dir, nil)
 				if err != nil {

@@ -167,8 +167,10 @@ func webHandler(sh *shell, page webPageData) http.Handler {
 		var st webState
 		err := sh.readStore(func(db *shale.DB, dir string) error {
 			st = buildState(db, dir)
+			st.Opened, st.Openings = sh.opened.Format(clockFormat), sh.openings
 			return nil
 		})
+		st.Time = time.Now().Format(clockFormat)
 		st.Events = sh.events.list()
 		writeJSON(w, st, err)
 	})
@@ -255,9 +257,23 @@ func parseWebKey(s string) ([]byte, error) {
 	return []byte(words[0].text), nil
 }
 
+// clockFormat is how the view writes a time, kvsh's local time to the
+// millisecond: every time on the page is kvsh's, in this one format.
+const clockFormat = "15:04:05.000"
+
 // webState is what /api/state answers: the tree, the metrics and the
 // recent events.
+//
+// The metrics are the open store's, which start from zero when kvsh opens
+// it: at the start, and at each reopen (bloom, policy, rowcache and the
+// other Open options reopen it; so do open, check and repair). The events
+// are cleared then too, so that the list and the counters cover the same
+// time: since Opened. Openings counts the opens in this session, so the
+// page can say that a reopen restarted them.
 type webState struct {
+	Time     string        `json:"time"`     // kvsh's clock when it answered
+	Opened   string        `json:"opened"`   // when kvsh opened the store
+	Openings int           `json:"openings"` // 1, then one more at each reopen
 	Dir      string        `json:"dir"`
 	Levels   []webLevel    `json:"levels"`
 	Smallest string        `json:"smallest"` // the store's smallest key, as FormatKey renders it
@@ -577,22 +593,28 @@ const maxWebEvents = 100
 // eventRing keeps the store's recent events for the view: flushes,
 // compactions, write stalls, background errors, and the tables and WALs
 // created and deleted. The store's EventListener (see listener) fills it from the
-// background goroutines; it outlives reopens of the store.
+// background goroutines; the shell clears it when it opens a store, whose
+// metrics start from zero. Its sequence numbers go on across clears, so the
+// page tells new events from those it has drawn.
 type eventRing struct {
 	mu     sync.Mutex
 	seq    int64
 	events []webEvent // oldest first
 }
 
-// webEvent is one event. A flush or a compaction has inputs or outputs;
-// the other kinds have neither, and say what happened in Reason.
+// webEvent is one event of the store. The page draws every kind alike,
+// from Time, Kind, Tables and Detail, so a new kind of event needs only a
+// callback in listener that fills them; Inputs, Outputs and the sizes are
+// there for the kinds that have them.
 type webEvent struct {
 	Seq  int64  `json:"seq"`
-	Time string `json:"time"` // local time, "15:04:05.000"
+	Time string `json:"time"` // kvsh's clock, in clockFormat
 	// Kind is "flush", a shale.CompactionInfo's Kind, "write stall",
 	// "write stall end", "background error", "table created", "table
 	// deleted", "WAL created" or "WAL deleted".
 	Kind     string       `json:"kind"`
+	Tables   string       `json:"tables"` // the tables it read and wrote: "L0:5 L6:3 → L6:7"
+	Detail   string       `json:"detail"` // sizes, how long it took, why
 	Reason   string       `json:"reason,omitempty"`
 	Inputs   []webEventIO `json:"inputs"`
 	Outputs  []webEventIO `json:"outputs"`
@@ -619,50 +641,82 @@ func eventIOs(ts []shale.EventTable) []webEventIO {
 func (r *eventRing) listener() *shale.EventListener {
 	return &shale.EventListener{
 		FlushEnd: func(fi shale.FlushInfo) {
-			r.add(webEvent{Kind: "flush", Inputs: []webEventIO{}, Outputs: eventIOs([]shale.EventTable{fi.Output}),
-				BytesOut: int64(fi.Output.Size), Millis: millis(fi.Duration)})
+			e := webEvent{Kind: "flush", Inputs: []webEventIO{}, Outputs: eventIOs([]shale.EventTable{fi.Output}),
+				BytesOut: int64(fi.Output.Size), Millis: millis(fi.Duration)}
+			e.Tables = "memtable → " + eventTablesText(e.Outputs)
+			e.Detail = fmt.Sprintf("%s written, %.1f ms", formatSize(e.BytesOut), e.Millis)
+			r.add(e, time.Now())
 		},
 		CompactionEnd: func(ci shale.CompactionInfo) {
-			r.add(webEvent{Kind: ci.Kind, Reason: ci.Reason, Inputs: eventIOs(ci.Inputs), Outputs: eventIOs(ci.Outputs),
-				BytesIn: ci.BytesIn, BytesOut: ci.BytesOut, Millis: millis(ci.Duration)})
+			e := webEvent{Kind: ci.Kind, Reason: ci.Reason, Inputs: eventIOs(ci.Inputs), Outputs: eventIOs(ci.Outputs),
+				BytesIn: ci.BytesIn, BytesOut: ci.BytesOut, Millis: millis(ci.Duration)}
+			e.Tables = eventTablesText(e.Inputs) + " → " + eventTablesText(e.Outputs)
+			e.Detail = fmt.Sprintf("%s in, %s written, %.1f ms", formatSize(e.BytesIn), formatSize(e.BytesOut), e.Millis)
+			if e.Reason != "" {
+				e.Detail += ": " + e.Reason
+			}
+			r.add(e, time.Now())
 		},
-		WriteStallBegin: func(i shale.WriteStallBeginInfo) { r.note("write stall", i.Reason, 0) },
-		WriteStallEnd:   func(i shale.WriteStallEndInfo) { r.note("write stall end", "", i.Duration) },
-		BackgroundError: func(err error) { r.note("background error", err.Error(), 0) },
+		WriteStallBegin: func(i shale.WriteStallBeginInfo) { r.note("write stall", "", i.Reason, 0) },
+		WriteStallEnd:   func(i shale.WriteStallEndInfo) { r.note("write stall end", "", "", i.Duration) },
+		BackgroundError: func(err error) { r.note("background error", "", err.Error(), 0) },
 		TableCreated: func(i shale.TableCreateInfo) {
-			r.note("table created", fmt.Sprintf("L%d:%d, %d bytes (%s)", i.Table.Level, i.Table.FileNum, i.Table.Size, i.Reason), 0)
+			r.note("table created", fmt.Sprintf("L%d:%d", i.Table.Level, i.Table.FileNum),
+				fmt.Sprintf("%s (%s)", formatSize(int64(i.Table.Size)), i.Reason), 0)
 		},
-		TableDeleted: func(i shale.TableDeleteInfo) { r.note("table deleted", fileNote(i.FileNum, i.Reason, i.Err), 0) },
-		WALCreated:   func(i shale.WALCreateInfo) { r.note("WAL created", fmt.Sprint(i.FileNum), 0) },
-		WALDeleted:   func(i shale.WALDeleteInfo) { r.note("WAL deleted", fileNote(i.FileNum, "", i.Err), 0) },
+		TableDeleted: func(i shale.TableDeleteInfo) {
+			r.note("table deleted", fmt.Sprint(i.FileNum), fileNote(i.Reason, i.Err), 0)
+		},
+		WALCreated: func(i shale.WALCreateInfo) { r.note("WAL created", fmt.Sprint(i.FileNum), "", 0) },
+		WALDeleted: func(i shale.WALDeleteInfo) { r.note("WAL deleted", fmt.Sprint(i.FileNum), fileNote("", i.Err), 0) },
 	}
 }
 
-// note adds an event without inputs or outputs.
-func (r *eventRing) note(kind, reason string, d time.Duration) {
-	r.add(webEvent{Kind: kind, Reason: reason, Inputs: []webEventIO{}, Outputs: []webEventIO{}, Millis: millis(d)})
+// note adds an event without inputs or outputs: tables names the table or
+// WAL it is about (or is empty), and detail says what happened, or, for an
+// event that took time d (a write stall's end), how long it took.
+func (r *eventRing) note(kind, tables, detail string, d time.Duration) {
+	e := webEvent{Kind: kind, Tables: tables, Detail: detail, Inputs: []webEventIO{}, Outputs: []webEventIO{}, Millis: millis(d)}
+	if d > 0 {
+		e.Detail = fmt.Sprintf("%.1f ms", e.Millis)
+	}
+	r.add(e, time.Now())
 }
 
-// fileNote describes a deleted file: its number, why, and the removal's
-// error if it failed.
-func fileNote(num uint64, reason string, err error) string {
-	s := fmt.Sprint(num)
-	if reason != "" {
-		s += " (" + reason + ")"
-	}
+// fileNote says why a file was deleted, and the removal's error if it
+// failed.
+func fileNote(reason string, err error) string {
+	s := reason
 	if err != nil {
-		s += ": removal failed: " + err.Error()
+		if s != "" {
+			s += ": "
+		}
+		s += "removal failed: " + err.Error()
 	}
 	return s
 }
 
+// eventTablesText names tables as the event list shows them: "L0:5 L6:3",
+// or "nothing".
+func eventTablesText(ios []webEventIO) string {
+	if len(ios) == 0 {
+		return "nothing"
+	}
+	names := make([]string, len(ios))
+	for i, t := range ios {
+		names[i] = fmt.Sprintf("L%d:%d", t.Level, t.FileNum)
+	}
+	return strings.Join(names, " ")
+}
+
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func (r *eventRing) add(e webEvent) {
+// add records e, which happened at t.
+func (r *eventRing) add(e webEvent, t time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seq++
-	e.Seq, e.Time = r.seq, time.Now().Format("15:04:05.000")
+	e.Seq, e.Time = r.seq, t.Format(clockFormat)
 	if len(r.events) == maxWebEvents {
 		r.events = append(r.events[:0], r.events[1:]...)
 	}
@@ -678,4 +732,11 @@ func (r *eventRing) list() []webEvent {
 		list[len(list)-1-i] = e
 	}
 	return list
+}
+
+// clear forgets the events, keeping the sequence numbers going.
+func (r *eventRing) clear() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = nil
 }

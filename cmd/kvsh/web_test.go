@@ -260,6 +260,17 @@ func TestWebAPI(t *testing.T) {
 		}
 	}
 
+	l0 := sh.db.Tables()[0]
+	if st.Events[0].Tables != fmt.Sprintf("memtable → L0:%d", l0[0].FileNum) || !regexp.MustCompile(`^\d+ bytes written, [\d.]+ ms$`).MatchString(st.Events[0].Detail) {
+		t.Errorf("the newest event's text: %q, %q", st.Events[0].Tables, st.Events[0].Detail)
+	}
+	clock := regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d\d\d$`)
+	for _, tm := range []string{st.Time, st.Opened, st.Events[0].Time, st.Events[1].Time} {
+		if !clock.MatchString(tm) {
+			t.Errorf("a time %q, want the one format HH:MM:SS.mmm", tm)
+		}
+	}
+
 	var e map[string]string
 	if code := getJSON(t, srv.URL+`/api/get?key="a`, &e); code != http.StatusBadRequest || e["error"] == "" {
 		t.Errorf("a malformed key: status %d, %v", code, e)
@@ -292,6 +303,65 @@ func TestWebAPI(t *testing.T) {
 	}
 	if code := getJSON(t, srv.URL+"/api/state", &e); code != http.StatusServiceUnavailable || e["error"] != errNoStore.Error() {
 		t.Errorf("with no store: status %d, %v", code, e)
+	}
+}
+
+// TestWebReopen: when kvsh reopens the store (to change an Open option),
+// whose metrics then start from zero, the view's events start afresh too,
+// and the state says when the store was opened and that it was reopened.
+func TestWebReopen(t *testing.T) {
+	var out bytes.Buffer
+	sh, err := newShell(&out, t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.close()
+	srv := httptest.NewServer(webHandler(sh, webPageData{Addr: "test", Loopback: true}))
+	defer srv.Close()
+	state := func() webState {
+		t.Helper()
+		var st webState
+		if code := getJSON(t, srv.URL+"/api/state", &st); code != http.StatusOK {
+			t.Fatalf("state: status %d", code)
+		}
+		return st
+	}
+	for _, line := range []string{"put a 1", "flush"} {
+		if _, err := sh.execLine(line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// flushes are the state's flush events (an open, a flush and a
+	// compaction come with events for the WALs and tables they create
+	// and delete).
+	flushes := func(st webState) []webEvent {
+		var fs []webEvent
+		for _, e := range st.Events {
+			if e.Kind == "flush" {
+				fs = append(fs, e)
+			}
+		}
+		return fs
+	}
+	before := state()
+	if before.Openings != 1 || before.Metrics.Flushes != 1 || len(flushes(before)) != 1 {
+		t.Fatalf("before the reopen: %d openings, %d flushes, events %+v; want 1, 1, the flush", before.Openings, before.Metrics.Flushes, before.Events)
+	}
+	if _, err := sh.execLine("rowcache 1MiB"); err != nil {
+		t.Fatal(err)
+	}
+	after := state()
+	if after.Openings != 2 || after.Metrics.Flushes != 0 || len(flushes(after)) != 0 || len(after.Events) >= len(before.Events) {
+		t.Fatalf("after the reopen: %d openings, %d flushes, events %+v; want 2, 0, only the reopen's", after.Openings, after.Metrics.Flushes, after.Events)
+	}
+	if _, err := sh.execLine("put b 2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sh.execLine("flush"); err != nil {
+		t.Fatal(err)
+	}
+	if st := state(); st.Metrics.Flushes != 1 || len(flushes(st)) != 1 || flushes(st)[0].Seq <= flushes(before)[0].Seq {
+		t.Fatalf("a flush after the reopen: %d flushes, events %+v; want it alone, numbered after the one before", st.Metrics.Flushes, st.Events)
 	}
 }
 

@@ -362,35 +362,31 @@ function drawMetrics() {
   }
 }
 
-function tablesText(ios, kind) {
-  if (kind === "flush" && ios.length === 0) return "memtable";
-  if (ios.length === 0) return "nothing";
-  return ios.map((t) => `L${t.level}:${t.fileNum}`).join(" ");
-}
-
+// drawEvents lists the events since the store was opened, newest first.
+// Every kind is drawn alike, from the time, kind, tables and detail the
+// server writes, so a new kind of event needs nothing here.
 function drawEvents() {
   const ol = $("events");
   ol.replaceChildren();
   if (state.events.length === 0) {
-    ol.append(html("li", { class: "help" }, "none since kvsh started"));
+    ol.append(html("li", { class: "help" }, `none since the store was opened at ${state.opened}`));
   }
   for (const e of state.events) {
     const li = html("li", { class: "event" + (e.seq > lastEventSeq ? " new" : ""), "data-kind": e.kind });
     li.append(html("span", { class: "time" }, e.time), " ", html("b", {}, e.kind), " ");
-    // Flushes and compactions have tables in or out; the other events
-    // (stalls, errors, files created and deleted) say what happened in
-    // their reason.
-    if (e.inputs.length + e.outputs.length > 0) {
-      li.append(html("code", {}, `${tablesText(e.inputs, e.kind)} → ${tablesText(e.outputs)}`));
-    }
-    let detail = e.bytesIn ? `${bytes(e.bytesIn)} in` : "";
-    if (e.bytesOut) detail += (detail ? ", " : "") + `${bytes(e.bytesOut)} written`;
-    if (e.millis > 0) detail += (detail ? ", " : "") + `${e.millis.toFixed(1)} ms`;
-    if (e.reason) detail += (detail ? ": " : "") + e.reason;
-    li.append(html("span", { class: "detail" }, ` ${detail}`));
+    li.append(html("code", {}, e.tables), html("span", { class: "detail" }, " " + e.detail));
     ol.append(li);
   }
   if (state.events.length > 0) lastEventSeq = state.events[0].seq;
+}
+
+// drawOpened says since when the counters and the events count: kvsh
+// reopens the store to change an Open option, and a store's metrics start
+// from zero when it opens.
+function drawOpened() {
+  $("opened").textContent = state.openings > 1
+    ? `Reopened by kvsh at ${state.opened}: the counters and the list of events below start from then.`
+    : `Opened at ${state.opened}: the counters and the list of events below start from then.`;
 }
 
 async function poll() {
@@ -404,9 +400,10 @@ async function poll() {
     $("largest").textContent = state.largest;
     drawTree();
     drawMetrics();
+    drawOpened();
     drawEvents();
     if (selected) showTable(findTable(selected));
-    $("status").textContent = `updated ${new Date().toLocaleTimeString()}`;
+    $("status").textContent = `updated ${state.time}`;
     $("tree").setAttribute("data-updated", Date.now());
   } catch (err) {
     $("status").textContent = `not updated: ${err.message}`;
