@@ -232,6 +232,10 @@ var (
 	zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
 		e, err := zstd.NewWriter(nil,
 			zstd.WithEncoderLevel(zstd.SpeedDefault),
+			// Huffman-code the literals of a block without matches too,
+			// as the reference zstd does: text of random words or
+			// characters has few matches and a skewed alphabet.
+			zstd.WithAllLitEntropyCompression(true),
 			// The block trailer's checksum covers the block already.
 			zstd.WithEncoderCRC(false),
 			// An empty block gets a frame too, not zero bytes.
