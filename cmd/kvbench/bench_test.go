@@ -46,7 +46,7 @@ func TestSingle(t *testing.T) {
 	text := out.String()
 	t.Log("\n" + text)
 	for _, b := range allBenchmarks {
-		if !regexp.MustCompile(`(?m)^ +` + b + ` +\d+ +\d+ +\d+\.\d{3} `).MatchString(text) {
+		if !regexp.MustCompile(`(?m)^ +` + b + ` +\d+ +\d+ +\d+ +\d+\.\d{3} `).MatchString(text) {
 			t.Errorf("no row for %s", b)
 		}
 	}

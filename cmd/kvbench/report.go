@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -129,7 +130,7 @@ type configReport struct {
 }
 
 func reportConfig(cfg config) configReport {
-	return configReport{cfg.n, cfg.keySize, cfg.valueSize, cfg.compressionRatio, cfg.compression, cfg.bloomBits, cfg.filter, cfg.cacheSize, cfg.sync, cfg.concurrency, cfg.compareFilters}
+	return configReport{cfg.n, cfg.keySize, cfg.valueSize, cfg.compressionRatio, cmp.Or(cfg.compression, "snappy"), cfg.bloomBits, cfg.filter, cfg.cacheSize, cfg.sync, cfg.concurrency, cfg.compareFilters}
 }
 
 func (r *report) writeJSON(w io.Writer) error {

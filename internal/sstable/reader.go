@@ -257,7 +257,7 @@ func (r *Reader) open() error {
 		return base.CorruptionErrorf(r.name, int64(propsHandle.offset), "properties say format version %d, footer %d", r.props.FormatVersion, ft.version)
 	}
 	if wantRangeDels := ft.version == formatVersionRangeDels || (ft.version == FormatVersion && r.props.NumRangeDels > 0); (rangeDelHandle != nil) != wantRangeDels {
-		return base.CorruptionErrorf(r.name, int64(ft.metaindex.offset), "format version %d table with %d range tombstones with range-deletion block: %v",
+		return base.CorruptionErrorf(r.name, int64(ft.metaindex.offset), "format version %d table with %d range tombstones: range-deletion block present %v",
 			ft.version, r.props.NumRangeDels, rangeDelHandle != nil)
 	}
 	if rangeDelHandle != nil {
