@@ -228,6 +228,7 @@ func (db *DB) writeTables(it *compaction.Iter, tombs rangedel.Spans, level int, 
 		}
 		wopts := sstable.WriterOptions{
 			BlockSize:    db.opts.BlockSize,
+			Compression:  db.opts.compressionFor(level),
 			FilterPolicy: db.filterFor(level, inputs, size),
 			RangeFilter:  db.opts.RangeFilter,
 			BytesPerSync: outputSyncBytes,

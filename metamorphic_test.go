@@ -81,10 +81,12 @@ func metaConfigs(seed uint64) []metaConfig {
 		// across reopens and crashes, so that each mode recovers the
 		// other's logs.
 		{"wal-write", smallOptions(Options{DisableWALMapping: true}), nil},
-		{"changing-options", smallOptions(Options{Prefix: FixedPrefix(2)}), []Options{
-			smallOptions(Options{FilterPolicy: UniformFilter(FuseFilter()), BlockSize: 1 << 10, Prefix: FixedPrefix(1), DisableWALMapping: true}),
-			{BloomBitsPerKey: NoFilter, BlockSize: 64, BlockCacheSize: -1, MemTableSize: 1 << 10},
-			smallOptions(Options{FilterPolicy: MonkeyBloom(3)}),
+		// The compression changes too, so that the store mixes tables of
+		// every compression.
+		{"changing-options", smallOptions(Options{Prefix: FixedPrefix(2), Compression: PerLevelCompression{6: ZstdCompression}}), []Options{
+			smallOptions(Options{FilterPolicy: UniformFilter(FuseFilter()), BlockSize: 1 << 10, Prefix: FixedPrefix(1), DisableWALMapping: true, Compression: ZstdCompression}),
+			{BloomBitsPerKey: NoFilter, BlockSize: 64, BlockCacheSize: -1, MemTableSize: 1 << 10, Compression: NoCompression},
+			smallOptions(Options{FilterPolicy: MonkeyBloom(3), Compression: PerLevelCompression{0: NoCompression, 1: ZstdCompression, 2: ZstdCompression}}),
 			{},
 		}},
 		{"nosync", smallOptions(Options{NoSync: true}), nil},

@@ -67,6 +67,13 @@ type Options struct {
 	FS vfs.FS
 	// BlockSize is the target size of an SSTable data block. 0: 4 KiB.
 	BlockSize int
+	// Compression chooses how the blocks of each new SSTable are
+	// compressed, by the level it is written to: one Compression for
+	// every level (e.g. ZstdCompression), or a PerLevelCompression
+	// (e.g. PerLevelCompression{6: ZstdCompression}: zstd at the bottom
+	// level, snappy above). nil: SnappyCompression everywhere. See
+	// docs/compression.md.
+	Compression CompressionPolicy
 	// MaxImmutableMemTables is how many full memtables may wait for a flush
 	// before writers wait. 0: 2.
 	MaxImmutableMemTables int
@@ -193,6 +200,9 @@ func (o *Options) validate() error {
 		return fmt.Errorf("shale: Options.ErrorIfExists with ReadOnly refuses every directory: a read-only open creates no store")
 	}
 	if err := o.Prefix.validate(); err != nil {
+		return err
+	}
+	if err := validateCompression(o.Compression); err != nil {
 		return err
 	}
 	if rf := o.RangeFilter; rf != nil {

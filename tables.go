@@ -27,6 +27,9 @@ type TableInfo struct {
 	Filter           string
 	FilterBitsPerKey float64
 	FilterError      string
+	// Compression is how the table's writer compressed its blocks:
+	// "snappy", "none" or "zstd" (Compression.String).
+	Compression string
 	// FilterChecks, FilterSkips and FilterFalsePositives count, for this
 	// table alone, what Metrics' fields of the same names count for the
 	// store.
@@ -65,6 +68,7 @@ func (db *DB) Tables() TableLevels {
 				Filter:           props.FilterPolicy,
 				FilterBitsPerKey: props.FilterBitsPerKey(),
 				FilterError:      props.FilterError,
+				Compression:      props.Compression,
 			}
 			info.FilterChecks, info.FilterSkips, info.FilterFalsePositives = r.FilterCounts()
 			levels[level] = append(levels[level], info)

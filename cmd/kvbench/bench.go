@@ -35,7 +35,10 @@ type config struct {
 	// compressionRatio is the size snappy compresses values to, as a
 	// fraction of their size: 1 for random values (see valuePool).
 	compressionRatio float64
-	bloomBits        int
+	// compression is -compression, and compressionPolicy what it says.
+	compression       string
+	compressionPolicy shale.CompressionPolicy
+	bloomBits         int
 	// filter is -filter: how the -bloom-bits are spent (see filterPolicy).
 	filter         string
 	cacheSize      int
@@ -72,6 +75,9 @@ func (cfg *config) opsOf(name string) int {
 }
 
 func (cfg *config) validate() error {
+	if err := cfg.parseCompression(); err != nil {
+		return err
+	}
 	if cfg.workload != "" {
 		return cfg.validateYCSB()
 	}
@@ -104,6 +110,35 @@ func (cfg *config) validate() error {
 		return errors.New("-compare-filters needs a write workload (fillseq, fillrandom or overwrite) to build the data")
 	case len(cfg.benchmarks) == 0 && cfg.plot == "":
 		return errors.New("nothing to do: no -benchmarks and no -plot")
+	}
+	return nil
+}
+
+// compressions are the names -compression takes.
+var compressions = map[string]shale.Compression{"snappy": shale.SnappyCompression, "none": shale.NoCompression, "zstd": shale.ZstdCompression}
+
+// parseCompression sets cfg.compressionPolicy from -compression: one
+// compression for every level, or ABOVE/BOTTOM; empty leaves the store's
+// default.
+func (cfg *config) parseCompression() error {
+	if cfg.compression == "" {
+		return nil
+	}
+	above, bottom, perLevel := strings.Cut(cfg.compression, "/")
+	a, ok := compressions[above]
+	b, ok2 := compressions[bottom]
+	switch {
+	case !ok || (perLevel && !ok2):
+		return fmt.Errorf("-compression %q: want snappy, none or zstd, or ABOVE/BOTTOM of those", cfg.compression)
+	case !perLevel:
+		cfg.compressionPolicy = a
+	default:
+		var p shale.PerLevelCompression
+		for l := range p {
+			p[l] = a
+		}
+		p[shale.NumLevels-1] = b
+		cfg.compressionPolicy = p
 	}
 	return nil
 }
@@ -149,6 +184,7 @@ func (cfg *config) options(bloomBits int, autoCompactions bool) *shale.Options {
 		BloomBitsPerKey:             bloomBits,
 		FilterPolicy:                cfg.filterPolicy(bloomBits),
 		BlockCacheSize:              cfg.cacheSize,
+		Compression:                 cfg.compressionPolicy,
 		RowCacheSize:                cfg.rowCache,
 		MemTableSize:                cfg.memTableSize,
 		NoSync:                      !cfg.sync,
@@ -396,6 +432,10 @@ func (b *bench) run(name string, n int, progress io.Writer) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	cpuBefore, err := procstat.CPUTime()
+	if err != nil {
+		return result{}, err
+	}
 	start := time.Now()
 	var (
 		wg       sync.WaitGroup
@@ -437,14 +477,19 @@ func (b *bench) run(name string, n int, progress io.Writer) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	cpuAfter, err := procstat.CPUTime()
+	if err != nil {
+		return result{}, err
+	}
 	rss, err := procstat.PeakRSS()
 	if err != nil {
 		return result{}, err
 	}
 	r := newResult(name, n, int(hits.Load()), wl.write, elapsed, before, b.db.Metrics(), ioAfter.Sub(ioBefore))
+	r.CPUNanosPerOp = float64(cpuAfter-cpuBefore) / float64(n)
 	r.PeakRSS = rss
 	if b.cfg.settle && wl.write {
-		r.Settle, err = b.settle(before, ioBefore)
+		r.Settle, err = b.settle(before, ioBefore, cpuBefore, n)
 	}
 	return r, err
 }
@@ -471,8 +516,10 @@ const (
 // left (the flushes alone with automatic compactions off, as with
 // -compare-filters, where no compaction would come), and measures its
 // write amplification from before, the metrics and I/O counters at the
-// workload's start, to the end of the wait.
-func (b *bench) settle(before shale.Metrics, ioBefore procstat.IO) (*settleResult, error) {
+// workload's start, to the end of the wait; and its CPU time per operation,
+// over its n operations, from cpuBefore, the process's CPU time at its
+// start.
+func (b *bench) settle(before shale.Metrics, ioBefore procstat.IO, cpuBefore time.Duration, n int) (*settleResult, error) {
 	start := time.Now()
 	last, err := procstat.ReadIO()
 	if err != nil {
@@ -504,6 +551,10 @@ func (b *bench) settle(before shale.Metrics, ioBefore procstat.IO) (*settleResul
 	if err != nil {
 		return nil, err
 	}
+	cpu, err := procstat.CPUTime()
+	if err != nil {
+		return nil, err
+	}
 	user := float64(m.UserBytes - before.UserBytes)
 	written := m.WALBytes + m.FlushBytes + m.CompactionBytesOut - before.WALBytes - before.FlushBytes - before.CompactionBytesOut
 	return &settleResult{
@@ -514,8 +565,19 @@ func (b *bench) settle(before shale.Metrics, ioBefore procstat.IO) (*settleResul
 		FilterBytes:    m.FilterMemory,
 		IndexBytes:     m.IndexMemory,
 		OpenFiles:      files,
+		CPUNanosPerOp:  float64(cpu-cpuBefore) / float64(n),
+		TableBytes:     tableBytes(m),
 		Tree:           m.Shape(),
 	}, nil
+}
+
+// tableBytes is the size of the tables m counts, at every level.
+func tableBytes(m shale.Metrics) int64 {
+	var n int64
+	for _, l := range m.Levels {
+		n += l.Bytes
+	}
+	return n
 }
 
 // done reports whether m shows no flush wanted, nor a compaction when the

@@ -46,7 +46,7 @@ func TestSingle(t *testing.T) {
 	text := out.String()
 	t.Log("\n" + text)
 	for _, b := range allBenchmarks {
-		if !regexp.MustCompile(`(?m)^ +` + b + ` +\d+ +\d+ +\d+\.\d{3} `).MatchString(text) {
+		if !regexp.MustCompile(`(?m)^ +` + b + ` +\d+ +\d+ +\d+ +\d+\.\d{3} `).MatchString(text) {
 			t.Errorf("no row for %s", b)
 		}
 	}
@@ -248,7 +248,7 @@ func TestSettleStoreFailed(t *testing.T) {
 		t.Fatalf("Flush: %v, want the injected error", err)
 	}
 	err = guarded(t, "settle of a failed store", func() error {
-		_, err := b.settle(before, ioBefore)
+		_, err := b.settle(before, ioBefore, 0, 1)
 		return err
 	})
 	if !errors.Is(err, vfs.ErrInjected) {
@@ -318,6 +318,8 @@ func TestBadConfig(t *testing.T) {
 	}{
 		{func(c *config) { c.benchmarks = []string{"readfast"} }, `unknown benchmark "readfast"`},
 		{func(c *config) { c.n = 0 }, "-n must be at least 1"},
+		{func(c *config) { c.compression = "lz4" }, `-compression "lz4": want snappy, none or zstd`},
+		{func(c *config) { c.compression = "snappy/" }, `-compression "snappy/": want snappy, none or zstd`},
 		{func(c *config) { c.keySize = 3 }, "-key-size 3 cannot hold 2000 distinct decimal keys: use at least 4"},
 		{func(c *config) { c.concurrency = 0 }, "-concurrency must be at least 1"},
 		{func(c *config) { c.bloomBits = 0 }, "-bloom-bits must be at least 1, or -1 for no filters"},
@@ -482,4 +484,33 @@ func TestValuePool(t *testing.T) {
 			t.Errorf("ratio %g: snappy compresses values to %.2f", ratio, got)
 		}
 	}
+}
+
+// TestCompressionFlag fills stores of compressible values with each
+// -compression and checks that the stores' tables follow it: none is the
+// largest, zstd at the bottom level alone shrinks the store as zstd
+// everywhere does once the fill has settled into L6, and every run
+// reports its CPU time.
+func TestCompressionFlag(t *testing.T) {
+	sizes := map[string]int64{}
+	for _, c := range []string{"none", "snappy", "zstd", "snappy/zstd"} {
+		cfg := smallConfig()
+		cfg.benchmarks = []string{"fillrandom"}
+		cfg.compressionRatio = 0.3
+		// 460 KB of entries in memtables of 16 KiB: about 30 flushes,
+		// most of them compacted into L6 by the end.
+		cfg.n, cfg.memTableSize = 4000, 16<<10
+		cfg.settle = true
+		cfg.compression = c
+		rep := runJSON(t, cfg)
+		r := rep.Results[0]
+		if r.CPUNanosPerOp <= 0 || r.Settle == nil || r.Settle.CPUNanosPerOp < r.CPUNanosPerOp || rep.Config.Compression != c {
+			t.Fatalf("-compression %s: %+v, settle %+v, config %+v", c, r, r.Settle, rep.Config)
+		}
+		sizes[c] = r.Settle.TableBytes
+	}
+	if !(sizes["none"] > sizes["snappy"] && sizes["none"] > sizes["zstd"] && sizes["snappy"] > sizes["snappy/zstd"]) {
+		t.Fatalf("table bytes %v", sizes)
+	}
+	t.Logf("table bytes %v", sizes)
 }

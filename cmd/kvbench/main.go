@@ -22,7 +22,14 @@
 // operations, or -reads for the read workloads when set. -concurrency splits
 // each workload's operations among that many goroutines.
 //
-// Each workload reports its throughput, ns per operation, the store's disk
+// -compression chooses Options.Compression: snappy (the default), none or
+// zstd at every level, or ABOVE/BOTTOM, such as snappy/zstd, for the levels
+// above the bottom one and for the bottom level (L6).
+//
+// Each workload reports its throughput, ns per operation, the CPU time the
+// process spent per operation (user and system, every goroutine: the
+// flushes and compactions the workload caused while it ran, and with
+// -settle until the store settles), the store's disk
 // reads and filter checks per operation, the process's read and write
 // syscalls and bytes per operation (syscr, rchar, syscw and wchar of
 // /proc/self/io, so page-cache hits count; the write bytes add the WAL
@@ -34,8 +41,9 @@
 // fails ends the wait with its error), then reports the workload's
 // write amplification twice: the process's wchar over the user bytes (as
 // the peers runner, peers/cmd/dbbench, counts it) and the store's
-// Metrics.WriteAmp over the workload; and the filter and index bytes pinned
-// in memory, and the open file descriptors.
+// Metrics.WriteAmp over the workload; the filter and index bytes pinned
+// in memory, the open file descriptors, and the bytes of the store's
+// tables. -settle also waits after a YCSB load.
 //
 // -scale measures how the store scales: for each key count it runs
 // fillrandom, readrandom (present keys) and readmissing (absent keys inside
@@ -94,6 +102,7 @@ func main() {
 	flag.IntVar(&cfg.keySize, "key-size", 16, "key size in bytes")
 	flag.IntVar(&cfg.valueSize, "value-size", 100, "value size in bytes")
 	flag.Float64Var(&cfg.compressionRatio, "compression-ratio", 1, "the fraction of its size that snappy compresses a value to (db_bench's -compression_ratio); 1: random, incompressible values")
+	flag.StringVar(&cfg.compression, "compression", "snappy", "how tables are compressed: snappy, none or zstd at every level, or ABOVE/BOTTOM (e.g. snappy/zstd) for L0-L5 and for L6")
 	flag.IntVar(&cfg.bloomBits, "bloom-bits", 10, "Bloom filter bits per key (-1: no filters)")
 	flag.StringVar(&cfg.filter, "filter", "bloom", "how tables spend -bloom-bits: bloom (a Bloom filter of that size in every table), monkey (MonkeyBloom: Bloom filters sized per sorted run, that size on average) or ribbon (a Ribbon filter of that size in every table)")
 	flag.IntVar(&cfg.cacheSize, "cache-size", 8<<20, "block cache size in bytes (negative: no cache)")
@@ -112,7 +121,7 @@ func main() {
 	flag.StringVar(&cfg.plot, "plot", "", "draw false-positive rates and disk reads per absent lookup (YCSB: throughput and p99 latencies) into this PNG file")
 	flag.Int64Var(&cfg.seed, "seed", 1, "random seed")
 	flag.IntVar(&cfg.reads, "reads", 0, "operations per read workload (0: -n)")
-	flag.BoolVar(&cfg.settle, "settle", false, "after each write workload, wait for its flushes and compactions and report its write amplification")
+	flag.BoolVar(&cfg.settle, "settle", false, "after each write workload (and a YCSB load), wait for its flushes and compactions and report its write amplification")
 	flag.StringVar(&cfg.scale, "scale", "", "comma-separated key counts (1e6,1e7,1e8): measure fill and reads at each, in fresh processes")
 	flag.StringVar(&cfg.scaleFrom, "scale-from", "", "comma-separated JSON outputs of -scale runs: print and plot their points instead of measuring")
 	flag.BoolVar(&cfg.metrics, "metrics", false, "print the store's metrics (write amplification, bytes written per level) after the run")

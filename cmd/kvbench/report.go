@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,13 +20,16 @@ import (
 type result struct {
 	Benchmark string `json:"benchmark"`
 	// Store is "bloom N" or "no filter" with -compare-filters, else empty.
-	Store               string  `json:"store,omitempty"`
-	Write               bool    `json:"write"`
-	Ops                 int     `json:"ops"`
-	Found               int     `json:"found"` // reads that found an entry
-	Seconds             float64 `json:"seconds"`
-	OpsPerSec           float64 `json:"ops_per_sec"`
-	NanosPerOp          float64 `json:"ns_per_op"`
+	Store      string  `json:"store,omitempty"`
+	Write      bool    `json:"write"`
+	Ops        int     `json:"ops"`
+	Found      int     `json:"found"` // reads that found an entry
+	Seconds    float64 `json:"seconds"`
+	OpsPerSec  float64 `json:"ops_per_sec"`
+	NanosPerOp float64 `json:"ns_per_op"`
+	// CPUNanosPerOp is the process's CPU time (user and system, every
+	// goroutine) over the workload, per operation.
+	CPUNanosPerOp       float64 `json:"cpu_ns_per_op"`
 	DiskReadsPerOp      float64 `json:"disk_reads_per_op"`
 	FilterSkipsPerOp    float64 `json:"filter_skips_per_op"`
 	FalsePositivesPerOp float64 `json:"false_positives_per_op"`
@@ -60,10 +64,15 @@ type settleResult struct {
 	WriteAmpEngine float64 `json:"write_amp_engine"`
 	// FilterBytes and IndexBytes are the filters and index blocks pinned in
 	// memory, outside the block cache.
-	FilterBytes int64  `json:"filter_bytes"`
-	IndexBytes  int64  `json:"index_bytes"`
-	OpenFiles   int    `json:"open_files"` // the process's file descriptors
-	Tree        string `json:"tree"`
+	FilterBytes int64 `json:"filter_bytes"`
+	IndexBytes  int64 `json:"index_bytes"`
+	OpenFiles   int   `json:"open_files"` // the process's file descriptors
+	// CPUNanosPerOp is the process's CPU time from the workload's start to
+	// the end of the wait, per operation of the workload.
+	CPUNanosPerOp float64 `json:"cpu_ns_per_op"`
+	// TableBytes is the size of the store's tables, all levels.
+	TableBytes int64  `json:"table_bytes"`
+	Tree       string `json:"tree"`
 }
 
 func newResult(name string, ops, found int, write bool, elapsed time.Duration, before, after shale.Metrics, io procstat.IO) result {
@@ -107,7 +116,10 @@ type configReport struct {
 	ValueSize int `json:"value_size"`
 	// CompressionRatio is -compression-ratio.
 	CompressionRatio float64 `json:"compression_ratio"`
-	BloomBits        int     `json:"bloom_bits"`
+	// Compression is -compression; empty in reports written before it
+	// existed, which used snappy.
+	Compression string `json:"compression,omitempty"`
+	BloomBits   int    `json:"bloom_bits"`
 	// Filter is -filter; empty in reports written before it existed, which
 	// used Bloom filters.
 	Filter         string `json:"filter,omitempty"`
@@ -118,7 +130,7 @@ type configReport struct {
 }
 
 func reportConfig(cfg config) configReport {
-	return configReport{cfg.n, cfg.keySize, cfg.valueSize, cfg.compressionRatio, cfg.bloomBits, cfg.filter, cfg.cacheSize, cfg.sync, cfg.concurrency, cfg.compareFilters}
+	return configReport{cfg.n, cfg.keySize, cfg.valueSize, cfg.compressionRatio, cmp.Or(cfg.compression, "snappy"), cfg.bloomBits, cfg.filter, cfg.cacheSize, cfg.sync, cfg.concurrency, cfg.compareFilters}
 }
 
 func (r *report) writeJSON(w io.Writer) error {
@@ -142,7 +154,7 @@ func (r *report) writeText(w io.Writer) {
 		sync = "fsync per write"
 	}
 	if r.YCSB != nil {
-		fmt.Fprintf(w, "%s, %s, %s\n", filters, cache, sync)
+		fmt.Fprintf(w, "%s, %s compression, %s, %s\n", filters, c.Compression, cache, sync)
 		r.YCSB.writeText(w)
 		fmt.Fprintf(w, "tree after the run: %s\n", r.Tree[0])
 		return
@@ -151,8 +163,8 @@ func (r *report) writeText(w io.Writer) {
 	if c.CompressionRatio < 1 {
 		values = fmt.Sprintf("compressible to %.2f", c.CompressionRatio)
 	}
-	fmt.Fprintf(w, "n=%d, keys %d B, values %d B (%s), %s, %s, %s, goroutines: %d\n",
-		c.N, c.KeySize, c.ValueSize, values, filters, cache, sync, c.Concurrency)
+	fmt.Fprintf(w, "n=%d, keys %d B, values %d B (%s), %s, %s compression, %s, %s, goroutines: %d\n",
+		c.N, c.KeySize, c.ValueSize, values, filters, c.Compression, cache, sync, c.Concurrency)
 	if len(r.Results) > 0 && !c.CompareFilters {
 		writeTable(w, r.Results)
 		fmt.Fprintf(w, "tree after the run: %s\n", r.Tree[0])
@@ -179,17 +191,17 @@ func writeTable(w io.Writer, results []result) {
 		}
 		return ""
 	}
-	fmt.Fprintf(tw, "benchmark\t%sops/s\tns/op\tdisk reads/op\tfilter skips/op\tfalse pos/op\tfound\tread sysc/op\tread B/op\twrite sysc/op\twrite B/op\tpeak RSS MiB\t\n", store(result{Store: "store"}))
+	fmt.Fprintf(tw, "benchmark\t%sops/s\tns/op\tCPU ns/op\tdisk reads/op\tfilter skips/op\tfalse pos/op\tfound\tread sysc/op\tread B/op\twrite sysc/op\twrite B/op\tpeak RSS MiB\t\n", store(result{Store: "store"}))
 	for _, x := range results {
-		fmt.Fprintf(tw, "%s\t%s%.0f\t%.0f\t%.3f\t%.3f\t%.4f\t%s\t%.4f\t%.0f\t%.3f\t%.0f\t%.0f\t\n", x.Benchmark, store(x),
-			x.OpsPerSec, x.NanosPerOp, x.DiskReadsPerOp, x.FilterSkipsPerOp, x.FalsePositivesPerOp, foundShare(x),
+		fmt.Fprintf(tw, "%s\t%s%.0f\t%.0f\t%.0f\t%.3f\t%.3f\t%.4f\t%s\t%.4f\t%.0f\t%.3f\t%.0f\t%.0f\t\n", x.Benchmark, store(x),
+			x.OpsPerSec, x.NanosPerOp, x.CPUNanosPerOp, x.DiskReadsPerOp, x.FilterSkipsPerOp, x.FalsePositivesPerOp, foundShare(x),
 			x.ReadSyscallsPerOp, x.ReadBytesPerOp, x.WriteSyscallsPerOp, x.WriteBytesPerOp, float64(x.PeakRSS)/(1<<20))
 	}
 	tw.Flush()
 	for _, x := range results {
 		if s := x.Settle; s != nil {
-			fmt.Fprintf(w, "%s%s settled in %.1f s: write amp %.2f (wchar) / %.2f (store metrics); pinned filters %.1f MiB, indexes %.1f MiB; %d open files\n",
-				x.Benchmark, store(x), s.Seconds, s.WriteAmpIO, s.WriteAmpEngine, float64(s.FilterBytes)/(1<<20), float64(s.IndexBytes)/(1<<20), s.OpenFiles)
+			fmt.Fprintf(w, "%s%s settled in %.1f s: %.0f CPU ns/op in all; write amp %.2f (wchar) / %.2f (store metrics); tables %.1f MiB; pinned filters %.1f MiB, indexes %.1f MiB; %d open files\n",
+				x.Benchmark, store(x), s.Seconds, s.CPUNanosPerOp, s.WriteAmpIO, s.WriteAmpEngine, float64(s.TableBytes)/(1<<20), float64(s.FilterBytes)/(1<<20), float64(s.IndexBytes)/(1<<20), s.OpenFiles)
 			if !s.Settled {
 				fmt.Fprintf(w, "WARNING: %s was still compacting after %v\n", x.Benchmark, settleLimit)
 			}

@@ -138,7 +138,7 @@ func scaleChild(cfg config, n int, progress io.Writer) (scalePoint, error) {
 	cmd := exec.Command(self, "-benchmarks", strings.Join(scaleBenchmarks, ","),
 		"-n", strconv.Itoa(n), "-reads", strconv.Itoa(min(n, scaleReads)), "-settle", "-json", "-dir", dir,
 		"-key-size", strconv.Itoa(cfg.keySize), "-value-size", strconv.Itoa(cfg.valueSize),
-		"-compression-ratio", strconv.FormatFloat(cfg.compressionRatio, 'g', -1, 64),
+		"-compression-ratio", strconv.FormatFloat(cfg.compressionRatio, 'g', -1, 64), "-compression", cfg.compression,
 		"-bloom-bits", strconv.Itoa(cfg.bloomBits), "-filter", cfg.filter, "-cache-size", strconv.Itoa(cfg.cacheSize),
 		"-memtable", strconv.Itoa(cfg.memTableSize), "-seed", strconv.FormatInt(cfg.seed, 10),
 		"-no-read-compactions="+strconv.FormatBool(cfg.noReadCompactions))

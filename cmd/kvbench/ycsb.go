@@ -17,6 +17,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/shale-db/shale"
+	"github.com/shale-db/shale/internal/procstat"
 	"github.com/shale-db/shale/ycsb"
 )
 
@@ -51,6 +52,11 @@ type ycsbPhase struct {
 	// ReadCompactions is how many read compactions the store ran during
 	// the phase (Metrics.ReadCompactions).
 	ReadCompactions int64 `json:"read_compactions"`
+	// CPUNanosPerOp is the process's CPU time (user and system, every
+	// goroutine) over the phase, per operation.
+	CPUNanosPerOp float64 `json:"cpu_ns_per_op"`
+	// Settle is the load's aftermath, with -settle.
+	Settle *settleResult `json:"settle,omitempty"`
 }
 
 // rowCacheHitRate is the share of row cache lookups that hit, or -1 if
@@ -73,20 +79,41 @@ func runYCSB(cfg config, dir string, progress io.Writer, rep *report) error {
 	yr := &ycsbReport{Records: int64(cfg.records), Operations: int64(cfg.ops), Threads: cfg.concurrency, RowCache: cfg.rowCache}
 	rep.YCSB = yr
 	ycfg := ycsb.Config{Records: int64(cfg.records), Operations: int64(cfg.ops), Threads: cfg.concurrency, Seed: uint64(cfg.seed)}
-	phase := func(name string, n int64, do func(ycsb.Config) (*ycsb.Result, error)) error {
+	b := &bench{cfg: cfg, db: db, autoCompactions: true}
+	phase := func(name string, n int64, settle bool, do func(ycsb.Config) (*ycsb.Result, error)) error {
 		bar := progressbar.NewOptions64(n, progressbar.OptionSetWriter(progress),
 			progressbar.OptionSetVisibility(cfg.progress), progressbar.OptionSetDescription(name),
 			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionClearOnFinish())
 		c := ycfg
 		c.Progress = func(ops int) { bar.Add(ops) }
 		before := db.Metrics()
+		ioBefore, err := procstat.ReadIO()
+		if err != nil {
+			return err
+		}
+		cpuBefore, err := procstat.CPUTime()
+		if err != nil {
+			return err
+		}
 		r, err := do(c)
 		bar.Finish()
 		if err != nil {
 			return err
 		}
 		after := db.Metrics()
+		cpuAfter, err := procstat.CPUTime()
+		if err != nil {
+			return err
+		}
+		var s *settleResult
+		if settle {
+			if s, err = b.settle(before, ioBefore, cpuBefore, int(r.Ops)); err != nil {
+				return err
+			}
+		}
 		yr.Phases = append(yr.Phases, ycsbPhase{
+			CPUNanosPerOp:   float64(cpuAfter-cpuBefore) / float64(r.Ops),
+			Settle:          s,
 			Result:          r,
 			DiskReadsPerOp:  float64(after.DiskReads-before.DiskReads) / float64(r.Ops),
 			RowCacheHits:    after.RowCacheHits - before.RowCacheHits,
@@ -97,11 +124,11 @@ func runYCSB(cfg config, dir string, progress io.Writer, rep *report) error {
 		return nil
 	}
 	store := ycsb.Shale(db)
-	if err := phase("load", ycfg.Records, func(c ycsb.Config) (*ycsb.Result, error) { return ycsb.Load(store, c) }); err != nil {
+	if err := phase("load", ycfg.Records, cfg.settle, func(c ycsb.Config) (*ycsb.Result, error) { return ycsb.Load(store, c) }); err != nil {
 		return err
 	}
 	for _, w := range ycsbWorkloads[cfg.workload] {
-		if err := phase("workload "+w.Name, ycfg.Operations, func(c ycsb.Config) (*ycsb.Result, error) { return ycsb.Run(store, w, c) }); err != nil {
+		if err := phase("workload "+w.Name, ycfg.Operations, false, func(c ycsb.Config) (*ycsb.Result, error) { return ycsb.Run(store, w, c) }); err != nil {
 			return err
 		}
 	}
@@ -119,22 +146,28 @@ func (y *ycsbReport) writeText(w io.Writer) {
 	fmt.Fprintf(w, "YCSB: %d records of 10 fields x 100 B, %d operations per workload, threads: %d, %s\n",
 		y.Records, y.Operations, y.Threads, rowCache)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tops/s\tdisk reads/op\trow cache hits\tread compactions\top\tcount\tp50\tp95\tp99\tp99.9\tmax\t")
+	fmt.Fprintln(tw, "workload\tops/s\tCPU ns/op\tdisk reads/op\trow cache hits\tread compactions\top\tcount\tp50\tp95\tp99\tp99.9\tmax\t")
 	for _, p := range y.Phases {
 		hits := "-"
 		if rate := p.rowCacheHitRate(); rate >= 0 {
 			hits = fmt.Sprintf("%.1f%%", 100*rate)
 		}
 		for i, o := range p.ByOp {
-			head := "\t\t\t\t\t"
+			head := "\t\t\t\t\t\t"
 			if i == 0 {
-				head = fmt.Sprintf("%s\t%.0f\t%.3f\t%s\t%d\t", p.Workload, p.OpsPerSec, p.DiskReadsPerOp, hits, p.ReadCompactions)
+				head = fmt.Sprintf("%s\t%.0f\t%.0f\t%.3f\t%s\t%d\t", p.Workload, p.OpsPerSec, p.CPUNanosPerOp, p.DiskReadsPerOp, hits, p.ReadCompactions)
 			}
 			fmt.Fprintf(tw, "%s%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", head, o.Op, o.Count,
 				micros(o.P50), micros(o.P95), micros(o.P99), micros(o.P999), micros(o.Max))
 		}
 	}
 	tw.Flush()
+	for _, p := range y.Phases {
+		if s := p.Settle; s != nil {
+			fmt.Fprintf(w, "%s settled in %.1f s: %.0f CPU ns/op in all; write amp %.2f (wchar) / %.2f (store metrics); tables %.1f MiB\n",
+				p.Workload, s.Seconds, s.CPUNanosPerOp, s.WriteAmpIO, s.WriteAmpEngine, float64(s.TableBytes)/(1<<20))
+		}
+	}
 	fmt.Fprintln(w, strings.TrimSpace(`
 latencies in µs, from HDR histograms (3 significant digits). row cache hits: share of the
 per-table row cache lookups that hit. disk reads/op: SSTable blocks read from files.

@@ -305,6 +305,7 @@ type webTable struct {
 	X0               float64 `json:"x0"`
 	X1               float64 `json:"x1"`
 	Size             uint64  `json:"size"`
+	Compression      string  `json:"compression"`
 	Entries          uint64  `json:"entries"`
 	RangeDels        uint64  `json:"rangeDels"`
 	Filter           string  `json:"filter"`
@@ -329,7 +330,7 @@ func buildState(db *shale.DB, dir string) webState {
 			l.Tables = append(l.Tables, webTable{
 				FileNum: t.FileNum, Smallest: shale.FormatKey(t.Smallest), Largest: shale.FormatKey(t.Largest),
 				LargestExclusive: t.LargestExclusive, X0: ks.pos(t.Smallest), X1: ks.pos(t.Largest),
-				Size: t.Size, Entries: t.Entries, RangeDels: t.RangeDels,
+				Size: t.Size, Compression: t.Compression, Entries: t.Entries, RangeDels: t.RangeDels,
 				Filter: t.Filter, BitsPerKey: t.FilterBitsPerKey, FilterError: t.FilterError,
 				FilterChecks: t.FilterChecks, FilterSkips: t.FilterSkips, FalsePositives: t.FilterFalsePositives,
 			})

@@ -1,8 +1,8 @@
 // Package procstat reads what Linux's /proc says of this process, for the
 // benchmarks (cmd/kvbench, and the peers module's runner): its I/O
 // counters, its peak and current resident set (Status) and its open file
-// descriptors. Other systems have no /proc, and every function then
-// returns an error.
+// descriptors; and its CPU time. Other systems have no /proc, and every
+// function but CPUTime then returns an error.
 package procstat
 
 import (
@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // IO holds the counters of /proc/self/io that the benchmarks report: read
@@ -100,4 +102,14 @@ func procFields(path string, f func(name, value string) error) error {
 		}
 	}
 	return nil
+}
+
+// CPUTime is the CPU time the process has used so far, user and system,
+// all of its threads (getrusage(2) of RUSAGE_SELF, which every Unix has).
+func CPUTime() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }

@@ -89,6 +89,7 @@ func TestCorruption(t *testing.T) {
 	for _, opts := range []WriterOptions{
 		{BlockSize: 256, FilterPolicy: bloom.NewPolicy(10)},
 		{BlockSize: 512, Compression: NoCompression, RestartInterval: 4},
+		{BlockSize: 256, Compression: ZstdCompression, FilterPolicy: bloom.NewPolicy(10)},
 	} {
 		fs := vfs.NewMem()
 		buildTable(t, fs, "good.sst", entries, opts)

@@ -19,7 +19,7 @@ import (
 // TestDataDriven runs the cases in testdata/. Commands:
 //
 //	build [block-size=N] [restart-interval=N] [filter=BITS|none]
-//	      [compression=snappy|none] [cache=BYTES] [gen=N]
+//	      [compression=snappy|none|zstd] [cache=BYTES] [gen=N]
 //	    Writes a table of the entries listed in the input, one
 //	    "ukey#seq,KIND[:value]" a line, or with gen=N of N generated entries
 //	    k00000#1,SET:v00000, k00002#2,SET ... (even numbers only, so odd
@@ -131,7 +131,7 @@ func runBuild(t *testing.T, d *datadriven.TestData, stats *Stats) (*Reader, erro
 				opts.FilterPolicy = bloom.NewPolicy(n)
 			}
 		case "compression":
-			opts.Compression = map[string]Compression{"snappy": SnappyCompression, "none": NoCompression}[v]
+			opts.Compression = map[string]Compression{"snappy": SnappyCompression, "none": NoCompression, "zstd": ZstdCompression}[v]
 		case "cache":
 			ropts.Cache = cache.New(n)
 		case "gen":

@@ -2,9 +2,13 @@ package sstable
 
 import (
 	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/golang/snappy"
+	"github.com/klauspost/compress/zstd"
 	"github.com/shale-db/shale/internal/base"
 )
 
@@ -12,17 +16,24 @@ import (
 const (
 	// FormatVersion is the newest version this package writes; it reads
 	// it and every older one. A table is written in version 1 unless it
-	// holds range tombstones: then in version 2, which a reader from before
-	// range deletions refuses ("unknown format version 2") rather than
-	// read the table without its tombstones.
-	FormatVersion = 2
+	// holds range tombstones or is written with zstd: with tombstones in
+	// version 2, which a reader from before range deletions refuses
+	// ("unknown format version 2") rather than read the table without its
+	// tombstones; with zstd in version 3, which a reader from before zstd
+	// refuses ("unknown format version 3") rather than meet its first zstd
+	// block as a damaged one.
+	FormatVersion = 3
 	// formatVersionNoRangeDels is version 1, which has no range-deletion
 	// block.
 	formatVersionNoRangeDels = 1
+	// formatVersionRangeDels is version 2, which has a range-deletion
+	// block.
+	formatVersionRangeDels = 2
 
 	blockTrailerLen = 5 // type byte + checksum
 	blockTypeRaw    = 0
 	blockTypeSnappy = 1
+	blockTypeZstd   = 2
 
 	maxHandleLen    = 2 * binary.MaxVarintLen64
 	footerLen       = 2*maxHandleLen + 4 + 4 + 8
@@ -41,6 +52,10 @@ const (
 	// a 3-byte copy, yields 64 bytes. A decoded length claiming more than
 	// this is corrupt, and is refused before it sizes an allocation.
 	maxSnappyRatio = 22
+	// maxZstdRatio bounds how much zstd can expand: its densest element,
+	// an RLE block of 4 bytes (a 3-byte header and the byte), yields at
+	// most 128 KiB, the largest block.
+	maxZstdRatio = 1 << 15
 )
 
 // MaxEntryLen bounds one entry of a table: its encoded internal key (the
@@ -102,7 +117,7 @@ func decodeFooter(file string, off int64, b []byte) (footer, error) {
 		return footer{}, base.CorruptionErrorf(file, off, "footer checksum mismatch (%#x, want %#x)", got, want)
 	}
 	v := binary.LittleEndian.Uint32(b[footerVersionAt:])
-	if v != formatVersionNoRangeDels && v != FormatVersion {
+	if v < formatVersionNoRangeDels || v > FormatVersion {
 		return footer{}, base.CorruptionErrorf(file, off, "unknown format version %d", v)
 	}
 	f := footer{version: v}
@@ -127,48 +142,122 @@ func decodeBlock(file string, off int64, buf []byte) ([]byte, error) {
 // decodeBlockInto is decodeBlock decompressing into dst when it is large
 // enough, instead of a new slice.
 func decodeBlockInto(file string, off int64, buf, dst []byte) ([]byte, error) {
-	contents, compressed, dlen, err := checkBlock(file, off, buf)
-	if err != nil || !compressed {
+	contents, typ, dlen, err := checkBlock(file, off, buf)
+	if err != nil || typ == blockTypeRaw {
 		return contents, err
 	}
 	if cap(dst) < dlen {
 		dst = make([]byte, dlen)
 	}
-	return decompress(file, off, dst[:dlen], contents)
+	return decompress(file, off, typ, dst[:dlen], contents)
 }
 
 // checkBlock checks a block as stored (contents and trailer) read from
-// offset off of file, and returns its stored contents, aliasing buf,
-// whether they are snappy-compressed, and their length decompressed.
-func checkBlock(file string, off int64, buf []byte) (contents []byte, compressed bool, dlen int, err error) {
+// offset off of file, and returns its stored contents, aliasing buf, its
+// type, and the length of its contents decompressed.
+func checkBlock(file string, off int64, buf []byte) (contents []byte, typ byte, dlen int, err error) {
 	if len(buf) < blockTrailerLen {
-		return nil, false, 0, base.CorruptionErrorf(file, off, "block of %d bytes has no trailer", len(buf))
+		return nil, 0, 0, base.CorruptionErrorf(file, off, "block of %d bytes has no trailer", len(buf))
 	}
 	n := len(buf) - blockTrailerLen
 	if got, want := checksum32(buf[:n+1]), binary.LittleEndian.Uint32(buf[n+1:]); got != want {
-		return nil, false, 0, base.CorruptionErrorf(file, off, "block checksum mismatch (%#x, want %#x)", got, want)
+		return nil, 0, 0, base.CorruptionErrorf(file, off, "block checksum mismatch (%#x, want %#x)", got, want)
 	}
-	contents = buf[:n:n]
-	switch buf[n] {
+	contents, typ = buf[:n:n], buf[n]
+	if dlen, err = decodedLen(file, off, typ, contents); err != nil {
+		return nil, 0, 0, err
+	}
+	return contents, typ, dlen, nil
+}
+
+// decodedLen returns the length that contents, stored as a block of type
+// typ at offset off of file, decompress to, as their header says. A
+// length beyond what the type can expand to, or beyond maxBlockLen, is
+// refused before it sizes an allocation.
+func decodedLen(file string, off int64, typ byte, contents []byte) (int, error) {
+	n := len(contents)
+	switch typ {
 	case blockTypeRaw:
-		return contents, false, n, nil
+		return n, nil
 	case blockTypeSnappy:
 		dlen, err := snappy.DecodedLen(contents)
 		if err != nil || dlen > maxBlockLen || dlen > maxSnappyRatio*n {
-			return nil, false, 0, base.CorruptionErrorf(file, off, "bad snappy block header (decoded length %d, %d bytes stored)", dlen, n)
+			return 0, base.CorruptionErrorf(file, off, "bad snappy block header (decoded length %d, %d bytes stored)", dlen, n)
 		}
-		return contents, true, dlen, nil
+		return dlen, nil
+	case blockTypeZstd:
+		var h zstd.Header
+		err := h.Decode(contents)
+		switch {
+		case err != nil:
+			return 0, base.CorruptionErrorf(file, off, "bad zstd block header (%d bytes stored): %v", n, err)
+		case h.Skippable || !h.HasFCS || h.DictionaryID != 0:
+			return 0, base.CorruptionErrorf(file, off, "bad zstd block header (%d bytes stored): not one frame of known size without a dictionary", n)
+		case h.FrameContentSize > maxBlockLen || h.FrameContentSize > maxZstdRatio*uint64(n):
+			return 0, base.CorruptionErrorf(file, off, "bad zstd block header (decoded length %d, %d bytes stored)", h.FrameContentSize, n)
+		}
+		return int(h.FrameContentSize), nil
 	}
-	return nil, false, 0, base.CorruptionErrorf(file, off, "unknown block type %d", buf[n])
+	return 0, base.CorruptionErrorf(file, off, "unknown block type %d", typ)
 }
 
-// decompress decodes the snappy-compressed contents of the block at offset
-// off of file into dst, whose length is their decompressed length as
-// checkBlock returned it.
-func decompress(file string, off int64, dst, contents []byte) ([]byte, error) {
-	out, err := snappy.Decode(dst, contents)
+// decompress decodes the contents of the block of type typ (snappy or
+// zstd) at offset off of file into dst, whose length is their decompressed
+// length as decodedLen returned it, and returns dst.
+func decompress(file string, off int64, typ byte, dst, contents []byte) ([]byte, error) {
+	if typ == blockTypeSnappy {
+		out, err := snappy.Decode(dst, contents)
+		if err != nil {
+			return nil, base.CorruptionErrorf(file, off, "snappy: %v", err)
+		}
+		return out, nil
+	}
+	// The decoder decodes no further than dst's capacity (a second frame,
+	// or a frame longer than its header says, is an error), in place.
+	out, err := zstdDecoder().DecodeAll(contents, dst[:0:len(dst)])
+	if err == nil && len(out) != len(dst) {
+		err = fmt.Errorf("decoded %d bytes, the header says %d", len(out), len(dst))
+	}
 	if err != nil {
-		return nil, base.CorruptionErrorf(file, off, "snappy: %v", err)
+		return nil, base.CorruptionErrorf(file, off, "zstd: %v", err)
 	}
 	return out, nil
 }
+
+// zstdEncoder and zstdDecoder are the process's one zstd encoder and
+// decoder, made on first use (each holds tables and buffers worth reusing)
+// and shared: EncodeAll and DecodeAll may be called concurrently, each call
+// taking one of GOMAXPROCS internal coders.
+var (
+	zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
+		e, err := zstd.NewWriter(nil,
+			zstd.WithEncoderLevel(zstd.SpeedDefault),
+			// Huffman-code the literals of a block without matches too,
+			// as the reference zstd does: text of random words or
+			// characters has few matches and a skewed alphabet.
+			zstd.WithAllLitEntropyCompression(true),
+			// The block trailer's checksum covers the block already.
+			zstd.WithEncoderCRC(false),
+			// An empty block gets a frame too, not zero bytes.
+			zstd.WithZeroFrames(true),
+			// A single-segment frame's header always holds its content
+			// size, which decodedLen needs; others omit it below 256.
+			zstd.WithSingleSegment(true),
+			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)))
+		if err != nil {
+			panic(err) // the options are constants
+		}
+		return e
+	})
+	zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
+		d, err := zstd.NewReader(nil,
+			zstd.WithDecoderConcurrency(0),
+			zstd.WithDecoderMaxMemory(maxBlockLen),
+			zstd.WithDecoderMaxWindow(maxBlockLen),
+			zstd.WithDecodeAllCapLimit(true))
+		if err != nil {
+			panic(err) // the options are constants
+		}
+		return d
+	})
+)

@@ -1,10 +1,12 @@
 package sstable
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/golang/snappy"
 	"github.com/shale-db/shale/bloom"
 	"github.com/shale-db/shale/filter"
 	"github.com/shale-db/shale/internal/base"
@@ -14,8 +16,9 @@ import (
 
 // FuzzBlock feeds arbitrary bytes to every decoder of a single region:
 // block trailers and decompression, block iteration in both directions and
-// seeks, properties, the footer. None may panic or loop; errors must be
-// corruption errors.
+// seeks, properties, the footer; and, past the checksum that would refuse
+// nearly all of them, to the snappy and zstd decompression of a block's
+// contents. None may panic or loop; errors must be corruption errors.
 func FuzzBlock(f *testing.F) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, interval := range []int{1, 3, 16} {
@@ -30,6 +33,12 @@ func FuzzBlock(f *testing.F) {
 	f.Add(footer{metaindex: blockHandle{100, 20}, index: blockHandle{5, 90}, version: FormatVersion}.encode())
 	f.Add([]byte{})
 	f.Add([]byte{1, 0, 0, 0})
+	for _, contents := range [][]byte{nil, []byte("a"), bytes.Repeat([]byte("zstd seed "), 100)} {
+		z := zstdEncoder().EncodeAll(contents, nil)
+		f.Add(z)
+		f.Add(storedBlock(z, blockTypeZstd))
+		f.Add(storedBlock(snappy.Encode(nil, contents), blockTypeSnappy))
+	}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		check := func(err error) {
@@ -39,6 +48,18 @@ func FuzzBlock(f *testing.F) {
 		}
 		_, err := decodeBlock("f", 0, data)
 		check(err)
+		for _, typ := range []byte{blockTypeSnappy, blockTypeZstd} {
+			dlen, err := decodedLen("f", 0, typ, data)
+			if err != nil {
+				check(err)
+				continue
+			}
+			out, err := decompress("f", 0, typ, make([]byte, dlen), data)
+			check(err)
+			if err == nil && len(out) != dlen {
+				t.Fatalf("block type %d: decoded %d bytes, the header said %d", typ, len(out), dlen)
+			}
+		}
 		_, err = decodeProperties("f", 0, data)
 		check(err)
 		if len(data) >= footerLen {
@@ -88,6 +109,7 @@ func FuzzOpen(f *testing.F) {
 		{},
 		{BlockSize: 64, FilterPolicy: bloom.NewPolicy(10)},
 		{BlockSize: 128, Compression: NoCompression, RestartInterval: 2},
+		{BlockSize: 256, Compression: ZstdCompression, FilterPolicy: bloom.NewPolicy(10)},
 	} {
 		fs := vfs.NewMem()
 		buildTable(f, fs, "t", randomEntries(rng, 10*i), opts)
@@ -124,8 +146,8 @@ func FuzzOpen(f *testing.F) {
 			n := 0
 			for ok := start(); ok; ok = step() {
 				// Blocks hold at most one entry per 3 bytes, and
-				// decompress to at most maxSnappyRatio times their size.
-				if n++; n > maxSnappyRatio*len(data) {
+				// decompress to at most maxZstdRatio times their size.
+				if n++; n > maxZstdRatio*len(data) {
 					t.Fatal("walk does not end")
 				}
 			}

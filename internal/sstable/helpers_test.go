@@ -69,13 +69,13 @@ func describeLayout(r *Reader) (string, error) {
 		if _, err := r.f.ReadAt(buf, int64(h.offset)); err != nil {
 			return nil, "", err
 		}
-		comp := map[byte]string{blockTypeRaw: "raw", blockTypeSnappy: "snappy"}[buf[h.length]]
+		comp := map[byte]string{blockTypeRaw: "raw", blockTypeSnappy: "snappy", blockTypeZstd: "zstd"}[buf[h.length]]
 		contents, err := decodeBlock(r.name, int64(h.offset), buf)
 		return contents, comp, err
 	}
 	line := func(kind string, h blockHandle, comp string, contents []byte) {
 		fmt.Fprintf(&b, "%-10s %6d %6d  %s", kind, h.offset, h.length, comp)
-		if comp == "snappy" {
+		if comp != "raw" {
 			fmt.Fprintf(&b, " (%d raw)", len(contents))
 		}
 	}

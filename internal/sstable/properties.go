@@ -43,7 +43,11 @@ type Properties struct {
 	// PrefixExtractor names the prefix extractor whose prefixes the filter
 	// holds; "" when it holds keys only.
 	PrefixExtractor string
-	FormatVersion   uint32
+	// Compression is how the writer was told to compress the table's
+	// blocks: "snappy", "none" or "zstd" (Compression.String); each block
+	// says how it is actually stored, raw when compressing did not pay.
+	Compression   string
+	FormatVersion uint32
 }
 
 // FilterBitsPerKey is the filter's measured size per entry it holds, the
@@ -81,6 +85,9 @@ func (p *Properties) String() string {
 	} else {
 		b.WriteString("filter: none\n")
 	}
+	if p.Compression != SnappyCompression.String() {
+		fmt.Fprintf(&b, "compression: %s\n", p.Compression)
+	}
 	fmt.Fprintf(&b, "format version: %d\n", p.FormatVersion)
 	return b.String()
 }
@@ -93,7 +100,7 @@ func (p *Properties) addRangeDelBounds(s rangedel.Spans) {
 		return
 	}
 	wasEmpty := p.NumEntries == 0
-	p.FormatVersion = FormatVersion
+	p.FormatVersion = max(p.FormatVersion, formatVersionRangeDels)
 	p.NumRangeDels = uint64(s.Count())
 	lo, hi := s.SeqRange()
 	first, last := s[0], s[len(s)-1]
@@ -159,6 +166,10 @@ func (p *Properties) encode() []byte {
 	if p.FilterError != "" {
 		props["filter-error"] = []byte(p.FilterError)
 	}
+	if p.Compression != "" && p.Compression != SnappyCompression.String() {
+		// A snappy table, the default, is written as before the property.
+		props["compression"] = []byte(p.Compression)
+	}
 	if !p.empty() {
 		props["smallest"] = p.Smallest.Append(nil)
 		props["largest"] = p.Largest.Append(nil)
@@ -176,7 +187,7 @@ func decodeProperties(file string, off int64, data []byte) (*Properties, error) 
 	if err := it.init(file, off, data); err != nil {
 		return nil, err
 	}
-	p := &Properties{}
+	p := &Properties{Compression: SnappyCompression.String()}
 	numbers := p.numbers()
 	for valid := it.First(); valid; valid = it.Next() {
 		name, v := string(it.key), it.val
@@ -188,6 +199,8 @@ func decodeProperties(file string, off int64, data []byte) (*Properties, error) 
 			p.FilterError = string(v)
 		case "prefix-extractor":
 			p.PrefixExtractor = string(v)
+		case "compression":
+			p.Compression = string(v)
 		case "smallest", "largest":
 			k, ok := base.DecodeInternalKey(v)
 			bad = !ok

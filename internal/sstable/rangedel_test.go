@@ -54,8 +54,8 @@ func TestRangeDels(t *testing.T) {
 		{key: ikey("m", 8, base.KindSet), value: []byte("covered")},
 	}
 	props := writeWithRangeDels(t, fs, "t", entries, spans)
-	if props.FormatVersion != FormatVersion || props.NumRangeDels != 2 {
-		t.Fatalf("format version %d, %d range tombstones; want %d, 2", props.FormatVersion, props.NumRangeDels, FormatVersion)
+	if props.FormatVersion != formatVersionRangeDels || props.NumRangeDels != 2 {
+		t.Fatalf("format version %d, %d range tombstones; want %d, 2", props.FormatVersion, props.NumRangeDels, formatVersionRangeDels)
 	}
 	if got, want := props.Smallest, ikey("a", 5, base.KindRangeDelete); base.Compare(got, want) != 0 {
 		t.Errorf("smallest %s, want %s", got, want)

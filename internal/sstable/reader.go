@@ -256,8 +256,9 @@ func (r *Reader) open() error {
 	if r.props.FormatVersion != ft.version {
 		return base.CorruptionErrorf(r.name, int64(propsHandle.offset), "properties say format version %d, footer %d", r.props.FormatVersion, ft.version)
 	}
-	if (rangeDelHandle != nil) != (ft.version == FormatVersion) {
-		return base.CorruptionErrorf(r.name, int64(ft.metaindex.offset), "format version %d table with range-deletion block: %v", ft.version, rangeDelHandle != nil)
+	if wantRangeDels := ft.version == formatVersionRangeDels || (ft.version == FormatVersion && r.props.NumRangeDels > 0); (rangeDelHandle != nil) != wantRangeDels {
+		return base.CorruptionErrorf(r.name, int64(ft.metaindex.offset), "format version %d table with %d range tombstones: range-deletion block present %v",
+			ft.version, r.props.NumRangeDels, rangeDelHandle != nil)
 	}
 	if rangeDelHandle != nil {
 		data, err := r.readBlock(*rangeDelHandle)
@@ -354,7 +355,7 @@ func (r *Reader) readPinned(hs []blockHandle) ([][]byte, error) {
 	}
 	r.pinned = manual.New(size)
 	contents := make([][]byte, len(hs))
-	compressed := make([]bool, len(hs))
+	types := make([]byte, len(hs))
 	dlens := make([]int, len(hs))
 	off, decodedSize := 0, 0
 	for i, h := range hs {
@@ -365,12 +366,12 @@ func (r *Reader) readPinned(hs []blockHandle) ([][]byte, error) {
 		}
 		r.stats.BlockReads.Add(1)
 		var err error
-		if contents[i], compressed[i], dlens[i], err = checkBlock(r.name, int64(h.offset), buf); err != nil {
+		if contents[i], types[i], dlens[i], err = checkBlock(r.name, int64(h.offset), buf); err != nil {
 			return nil, err
 		}
 		decodedSize += dlens[i]
 	}
-	if !slices.Contains(compressed, true) {
+	if !slices.ContainsFunc(types, func(t byte) bool { return t != blockTypeRaw }) {
 		return contents, nil
 	}
 	stored := r.pinned
@@ -380,9 +381,9 @@ func (r *Reader) readPinned(hs []blockHandle) ([][]byte, error) {
 	for i, h := range hs {
 		dst := r.pinned[off : off+dlens[i] : off+dlens[i]]
 		off += dlens[i]
-		if !compressed[i] {
+		if types[i] == blockTypeRaw {
 			copy(dst, contents[i])
-		} else if _, err := decompress(r.name, int64(h.offset), dst, contents[i]); err != nil {
+		} else if _, err := decompress(r.name, int64(h.offset), types[i], dst, contents[i]); err != nil {
 			return nil, err
 		}
 		contents[i] = dst

@@ -1,9 +1,9 @@
 // Package sstable reads and writes shale's sorted string tables: immutable
 // files of internal keys and values in key order, cut into checksummed,
-// optionally snappy-compressed blocks, with an index of the blocks and a
-// filter of the user keys that a reader keeps in memory.
+// optionally compressed (snappy or zstd) blocks, with an index of the
+// blocks and a filter of the user keys that a reader keeps in memory.
 //
-// # File format (versions 1 and 2)
+// # File format (versions 1 to 3)
 //
 // A table is a sequence of blocks followed by a fixed-size footer:
 //
@@ -22,20 +22,50 @@
 // range deletions read. Those binaries refuse a version 2 table by its
 // footer rather than read it without its tombstones.
 //
+// Version 3 is version 2 plus zstd blocks (block type 2), with the
+// range-deletion block present exactly when the table holds range
+// tombstones; a table is written in version 3 exactly when its writer
+// compresses with zstd (WriterOptions.Compression), whether or not any
+// block ended up stored with zstd, so that which binaries can read a table
+// depends on the option alone. Binaries from before zstd read a block type
+// they do not know as corruption ("unknown block type 2"): they would open
+// such a table (if its index and properties happened to be raw) and fail
+// only at its first zstd data block, as if the table were damaged, which
+// an operator might then act on by discarding it. Version 3 makes them
+// refuse it at open, by its footer, with an error that names the version
+// ("unknown format version 3"). Readers read every version, and take a
+// block of any type in any of them.
+//
 // Integers are little-endian; a uvarint is encoding/binary's unsigned
 // varint (1 to 10 bytes).
 //
 // Every block is stored as its contents followed by a 5-byte trailer:
 //
 //	contents   n bytes
-//	type       1 byte: 0 = stored raw, 1 = snappy-compressed contents
+//	type       1 byte: 0 = stored raw, 1 = snappy-compressed contents,
+//	           2 = zstd-compressed contents (version 3)
 //	checksum   4 bytes, uint32: the low 32 bits of xxhash64(contents || type)
 //
-// A block is compressed only when snappy makes it at least 12.5% smaller;
-// otherwise it is stored raw, which is also how filter blocks are stored
-// (their bits are random, so snappy cannot shrink them). A writer that
-// finds its data incompressible also stores most data blocks raw without
-// trying snappy (see incompressibleRun); readers cannot tell the difference.
+// Snappy-compressed contents are snappy's block format, which starts with
+// the uvarint decompressed length; a reader refuses a length above 512 MiB
+// (maxBlockLen) or 22 times the stored length (maxSnappyRatio) before it
+// allocates. Zstd-compressed contents are exactly one zstd frame (RFC
+// 8878), without a dictionary or content checksum (the trailer's checksum
+// covers the block), single-segment, so that its header holds the
+// decompressed length; a reader refuses a frame without that length, a
+// length above maxBlockLen or 32768 times the stored length
+// (maxZstdRatio: zstd's densest block, RLE, turns 4 bytes into 128 KiB),
+// and contents that decode to another length or hold more than the one
+// frame. Every byte of a block passes its checksum before it reaches a
+// decompressor, so those bounds guard against crafted files rather than
+// damage.
+//
+// A block is compressed only when the compression makes it at least 12.5%
+// smaller; otherwise it is stored raw, which is also how filter blocks are
+// stored (their bits are random, so no compression shrinks them). A writer
+// that finds its data incompressible also stores most data blocks raw
+// without trying to compress them (see incompressibleRun); readers cannot
+// tell the difference.
 //
 // A block handle locates a block: uvarint offset of its first byte in the
 // file, then uvarint n, the length of its stored contents (the trailer not
@@ -157,6 +187,8 @@
 //	data-size         uvarint  Properties.DataSize
 //	filter-error      bytes    Properties.FilterError (absent: none)
 //	filter-policy     bytes    Properties.FilterPolicy (absent: no filter)
+//	compression       bytes    Properties.Compression: "none" or "zstd"
+//	                           (absent: "snappy")
 //	filter-size       uvarint  Properties.FilterSize
 //	format-version    uvarint  Properties.FormatVersion, = the footer's
 //	index-size        uvarint  Properties.IndexSize
@@ -166,7 +198,7 @@
 //	num-data-blocks   uvarint  Properties.NumDataBlocks
 //	num-deletions     uvarint  Properties.NumDeletions
 //	num-entries       uvarint  Properties.NumEntries
-//	num-range-dels    uvarint  Properties.NumRangeDels (version 2)
+//	num-range-dels    uvarint  Properties.NumRangeDels (absent: 0)
 //	num-prefixes      uvarint  Properties.NumPrefixes (absent: 0)
 //	num-user-keys     uvarint  Properties.NumUserKeys
 //	prefix-extractor  bytes    Properties.PrefixExtractor (absent: none)
@@ -181,14 +213,15 @@
 // The metaindex block maps names to block handles, restart interval 16:
 // "filter.<policy name>" (e.g. "filter.shale.bloom.v1") for the filter
 // block when there is one, "properties", "rangedel" for the
-// range-deletion block in version 2 (and only there), and
+// range-deletion block in version 2, and in version 3 when the table holds
+// range tombstones (and only there), and
 // "rangefilter.grafite.v1" for the range-filter block when there is one,
 // in that order, which is the names' sorted order.
 //
 // The footer, the last 56 bytes of the file:
 //
 //	bytes  0-39   metaindex handle, then index handle, then zero padding
-//	bytes 40-43   format version, uint32: 1 or 2
+//	bytes 40-43   format version, uint32: 1, 2 or 3
 //	bytes 44-47   checksum, uint32: low 32 bits of xxhash64(bytes 0-43)
 //	bytes 48-55   magic, uint64 0x747373656c616873 (the bytes "shalesst")
 //
@@ -213,15 +246,34 @@ import (
 )
 
 // Compression says how a Writer stores data, index and properties blocks.
+// A compressed block is kept only when it saves at least 12.5%; otherwise
+// the block is stored raw.
 type Compression int
 
 const (
-	// SnappyCompression, the default, compresses each block with snappy and
-	// keeps the result when it saves at least 12.5%.
+	// SnappyCompression, the default, compresses each block with snappy.
 	SnappyCompression Compression = iota
 	// NoCompression stores every block raw.
 	NoCompression
+	// ZstdCompression compresses each block with zstd at its default
+	// level (SpeedDefault, about zstd's level 3). The table is written in
+	// format version 3.
+	ZstdCompression
 )
+
+// String is the name tables record in their compression property:
+// "snappy", "none" or "zstd".
+func (c Compression) String() string {
+	switch c {
+	case SnappyCompression:
+		return "snappy"
+	case NoCompression:
+		return "none"
+	case ZstdCompression:
+		return "zstd"
+	}
+	return fmt.Sprintf("Compression(%d)", int(c))
+}
 
 // WriterOptions configure a Writer. The zero value gives the defaults.
 type WriterOptions struct {
@@ -236,7 +288,8 @@ type WriterOptions struct {
 	// RangeFilter, when set, makes the table carry a range filter of its
 	// keys built with these options (see the format). nil: none.
 	RangeFilter *rangefilter.Options
-	// Compression of blocks. The zero value is SnappyCompression.
+	// Compression of blocks. The zero value is SnappyCompression. NewWriter
+	// panics on a value that is not one of the constants.
 	Compression Compression
 	// PrefixLength, with FilterPolicy, also puts each key's prefix, its
 	// first PrefixLength(key) bytes, in the filter (see the format); a
@@ -283,7 +336,8 @@ type Writer struct {
 	compressed []byte
 	digest     *xxhash.Digest
 	// rawRun counts the data blocks stored raw since the last one stored
-	// compressed; it decides which ones snappy tries (incompressibleRun).
+	// compressed; it decides which ones the writer tries to compress
+	// (incompressibleRun).
 	rawRun int
 
 	err  error // the first write error; the table is lost
@@ -304,9 +358,10 @@ const indexRestartInterval = 16
 
 // Random, encrypted or already compressed values make snappy fail on every
 // data block: 1M-key fills of random 100-byte values spent 5-9% of their
-// CPU in snappy for nothing (issue 10). So once incompressibleRun data blocks
-// in a row have been stored raw, the writer tries snappy on one data block
-// in incompressibleProbe only (the others are stored raw untried), and
+// CPU in snappy for nothing (issue 10), and zstd fails at a higher price.
+// So once incompressibleRun data blocks in a row have been stored raw, the
+// writer tries to compress one data block in incompressibleProbe only (the
+// others are stored raw untried), and
 // tries every block again from the first that compresses, as file systems
 // do (btrfs's compression heuristic, ZFS's early abort). Data that
 // compresses never trips it, so it costs nothing there; data that turns
@@ -340,7 +395,15 @@ func NewWriter(f vfs.File, opts WriterOptions) *Writer {
 		index:  blockWriter{restartInterval: indexRestartInterval},
 		digest: xxhash.New(),
 	}
-	w.props.FormatVersion = formatVersionNoRangeDels
+	switch opts.Compression {
+	case SnappyCompression, NoCompression:
+		w.props.FormatVersion = formatVersionNoRangeDels
+	case ZstdCompression:
+		w.props.FormatVersion = FormatVersion
+	default:
+		panic(fmt.Sprintf("sstable: unknown %v", opts.Compression))
+	}
+	w.props.Compression = opts.Compression.String()
 	if opts.FilterPolicy != nil {
 		w.filter = opts.FilterPolicy.NewWriter()
 		w.props.FilterPolicy = opts.FilterPolicy.Name()
@@ -485,10 +548,15 @@ func (w *Writer) writeBlock(contents []byte, c Compression) (blockHandle, error)
 	// A block larger than maxBlockLen (only an index of huge keys can be)
 	// is stored raw: readers bound a raw block by the file's size, and
 	// refuse to decompress one that large.
-	if c == SnappyCompression && len(contents) <= maxBlockLen {
-		w.compressed = snappy.Encode(w.compressed[:cap(w.compressed)], contents)
+	if c != NoCompression && len(contents) <= maxBlockLen {
+		ctyp := byte(blockTypeSnappy)
+		if c == ZstdCompression {
+			w.compressed, ctyp = zstdEncoder().EncodeAll(contents, w.compressed[:0]), blockTypeZstd
+		} else {
+			w.compressed = snappy.Encode(w.compressed[:cap(w.compressed)], contents)
+		}
 		if len(w.compressed) <= len(contents)-len(contents)/8 {
-			stored, typ = w.compressed, blockTypeSnappy
+			stored, typ = w.compressed, ctyp
 		}
 	}
 	var trailer [blockTrailerLen]byte

@@ -135,7 +135,7 @@ function showTable(t, level) {
   const rows = [
     ["table", `${String(t.fileNum).padStart(6, "0")}.sst, L${level}`],
     ["keys", `[${t.smallest} .. ${t.largest}${t.largestExclusive ? ")" : "]"}`],
-    ["size", bytes(t.size)],
+    ["size", bytes(t.size) + (t.compression ? `, ${t.compression} compression` : "")],
     ["entries", `${t.entries}` + (t.rangeDels ? ` + ${t.rangeDels} range tombstones` : "")],
     ["filter", t.filter ? `${t.filter}, ${t.bitsPerKey.toFixed(1)} bits/key` : (t.filterError ? `none (${t.filterError})` : "none")],
     ["filter checks", `${t.filterChecks}`],
