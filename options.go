@@ -39,8 +39,8 @@ type Options struct {
 	// block may still find no space, which the DB reports as an error,
 	// as it does a failed write. A process at its limit of mappings
 	// (vm.max_map_count) writes the rest of a WAL whose window the kernel
-	// refuses with pwrite(2), and maps the next one again. See README
-	// "Writes".
+	// refuses with pwrite(2), and maps the next one again. See
+	// docs/design.md, "The mapped WAL".
 	DisableWALMapping bool
 
 	// MaxOpenFiles bounds the table files the DB holds open for reading
@@ -123,11 +123,11 @@ type Options struct {
 	// rewrite (the table and its overlap below), and at least 100 times,
 	// is compacted into the level below once no compaction for the tree's
 	// shape is due, so that later lookups in its range consult one table
-	// fewer. See the README's "Read compactions".
+	// fewer. See docs/design.md.
 	DisableReadCompactions bool
 	// FilterPolicy, when set, chooses the filter of each new SSTable and
 	// overrides BloomBitsPerKey: UniformFilter, PerLevelFilters or
-	// MonkeyBloom. See the README's "Choosing a filter".
+	// MonkeyBloom. See docs/filters.md, "Choosing a filter".
 	FilterPolicy FilterPolicy
 	// Prefix, when set, puts each key's prefix in new tables' filters
 	// besides the key (the filters are sized for both), so that an iterator

@@ -171,7 +171,7 @@ func (y *ycsbReport) writeText(w io.Writer) {
 	fmt.Fprintln(w, strings.TrimSpace(`
 latencies in µs, from HDR histograms (3 significant digits). row cache hits: share of the
 per-table row cache lookups that hit. disk reads/op: SSTable blocks read from files.
-read compactions: run during the phase (see README "Read compactions").`))
+read compactions: run during the phase (see docs/performance.md, "Read compactions").`))
 }
 
 // micros formats a latency in microseconds.

@@ -12,8 +12,8 @@ import (
 // a virtual machine whose host takes back the memory its guest frees, the
 // host faults on it as well. On the project's 2-core VM a first write cost
 // 12-21 µs per 4 KiB page against 0.05 µs for a page written before, and
-// a 1M-key fill ran 16-25% faster with the slabs reused (see the README's
-// "Memtable slabs, reused"). A reused slab costs a clear, done by whoever
+// a 1M-key fill ran 16-25% faster with the slabs reused (see docs/performance.md,
+// "Design choices, measured"). A reused slab costs a clear, done by whoever
 // frees the memtable (the flush or the DB's deleter goroutine), not by the
 // writer that takes it. Pebble recycles memtables for the same reason.
 //
