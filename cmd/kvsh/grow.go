@@ -37,14 +37,8 @@ func cmdGrow(sh *shell, args []string, opts map[string]string) error {
 	key, val := make([]byte, growKeySize), make([]byte, growValueSize)
 	b := sh.db.NewBatch()
 	for done := 0; done < n; {
-		b.Reset()
 		m := min(step, n-done)
-		for range m {
-			sh.randomize(key)
-			sh.randomize(val)
-			b.Put(key, val)
-		}
-		if err := sh.db.Apply(b); err != nil {
+		if err := sh.applyRandom(b, key, val, m); err != nil {
 			return fmt.Errorf("after %d keys: %w", done, err)
 		}
 		done += m

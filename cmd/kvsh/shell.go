@@ -636,14 +636,8 @@ func cmdLoad(sh *shell, args []string, opts map[string]string) error {
 			}
 			return err
 		}
-		b.Reset()
 		m := min(perBatch, n-done)
-		for range m {
-			sh.randomize(key)
-			sh.randomize(val)
-			b.Put(key, val)
-		}
-		if err := sh.db.Apply(b); err != nil {
+		if err := sh.applyRandom(b, key, val, m); err != nil {
 			return fmt.Errorf("after %d keys: %w", done, err)
 		}
 		done += m
@@ -662,6 +656,18 @@ func cmdLoad(sh *shell, args []string, opts map[string]string) error {
 	}
 	fmt.Fprintln(sh.out)
 	return nil
+}
+
+// applyRandom writes m random keys and values of key's and val's lengths
+// as one batch, b, which it resets first.
+func (sh *shell) applyRandom(b *shale.Batch, key, val []byte, m int) error {
+	b.Reset()
+	for range m {
+		sh.randomize(key)
+		sh.randomize(val)
+		b.Put(key, val)
+	}
+	return sh.db.Apply(b)
 }
 
 const loadAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
