@@ -197,6 +197,51 @@ func quiesce(t *testing.T, db *DB) (resume func()) {
 	return db.compactMu.Unlock
 }
 
+// TestTableCacheCountAfterClose: the count of open files the metrics
+// report (openFiles) is the file system's after every open, eviction and
+// Close of a table file, whether its descriptor was open or evicted.
+func TestTableCacheCountAfterClose(t *testing.T) {
+	fs := &openFilesFS{FS: vfs.NewMem()}
+	var names []string
+	for i := range 4 {
+		name := fmt.Sprintf("%06d.sst", i)
+		writeFile(t, fs, name, []byte(name))
+		names = append(names, name)
+	}
+	c := newTableCache(fs, 2)
+	check := func(step string) {
+		t.Helper()
+		if got, want := c.openFiles(), fs.tablesOpen.Load(); int64(got) != want {
+			t.Fatalf("%s: openFiles says %d, the file system has %d open", step, got, want)
+		}
+	}
+	var files []*tableFile
+	for _, name := range names { // the last two evict the first two
+		f, err := c.openFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.tableOpened()
+		files = append(files, f)
+		check("open " + name)
+	}
+	for i, f := range files {
+		if _, err := f.ReadAt(make([]byte, 1), 0); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("read of file %d", i))
+	}
+	for i, f := range files {
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("close of file %d", i))
+	}
+	if n := c.openFiles(); n != 0 {
+		t.Fatalf("%d files open after every Close", n)
+	}
+}
+
 // TestTableCacheNeverClosesInUse: with one slot, a file in a read keeps
 // its descriptor; a read of another file waits for the slot and gets it
 // once that read is done, and the first file is then reopened.
