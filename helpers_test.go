@@ -13,7 +13,7 @@ import (
 )
 
 // readFile returns the contents of a file of fs.
-func readFile(t *testing.T, fs vfs.FS, name string) []byte {
+func readFile(t testing.TB, fs vfs.FS, name string) []byte {
 	t.Helper()
 	f, err := fs.Open(name)
 	if err != nil {

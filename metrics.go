@@ -82,7 +82,8 @@ type Metrics struct {
 	// its LOCK, WAL and MANIFEST. (A flush or compaction also holds the
 	// tables it is writing.)
 	OpenFiles int
-	// TableFilesOpen is the table files open for reading, at most
+	// TableFilesOpen is the table files open for reading (a file being
+	// opened counts from the start of its open(2)), at most
 	// Options.MaxOpenFiles.
 	TableFilesOpen int
 	// TableCacheHits counts table reads that found the table's file open;

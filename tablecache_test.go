@@ -146,7 +146,13 @@ func TestTableCacheBound(t *testing.T) {
 		t.Fatalf("iterator saw %d keys; want %d", n, len(model))
 	}
 
+	// The count of files open is compared once nothing opens or closes
+	// one: background compactions, and the deleter closing the tables
+	// they replaced, would otherwise change it between the two reads.
+	resume := quiesce(t, db)
 	m := db.Metrics()
+	fsTablesOpen := fs.tablesOpen.Load()
+	resume()
 	tables := 0
 	for _, l := range m.Levels {
 		tables += l.Files
@@ -159,8 +165,8 @@ func TestTableCacheBound(t *testing.T) {
 	if got := fs.maxTables.Load(); got > maxOpen {
 		t.Errorf("%d table files open at once; MaxOpenFiles is %d", got, maxOpen)
 	}
-	if m.TableFilesOpen > maxOpen || int64(m.TableFilesOpen) != fs.tablesOpen.Load() {
-		t.Errorf("Metrics: %d table files open; the file system has %d (MaxOpenFiles %d)", m.TableFilesOpen, fs.tablesOpen.Load(), maxOpen)
+	if m.TableFilesOpen > maxOpen || int64(m.TableFilesOpen) != fsTablesOpen {
+		t.Errorf("Metrics: %d table files open; the file system has %d (MaxOpenFiles %d)", m.TableFilesOpen, fsTablesOpen, maxOpen)
 	}
 	if m.TableCacheReopens == 0 {
 		t.Errorf("no table was reopened: the cache never closed a file")
@@ -173,6 +179,66 @@ func TestTableCacheBound(t *testing.T) {
 	}
 	if n := fs.readsClosed.Load(); n != 0 {
 		t.Errorf("%d reads of a closed file", n)
+	}
+}
+
+// quiesce stops the DB's background work on tables until resume is
+// called: it flushes the memtable, holds the compaction lock (a compaction
+// under way finishes first, and none starts) and releases the tables
+// retired so far. With no read running either, no table file opens or
+// closes until resume.
+func quiesce(t *testing.T, db *DB) (resume func()) {
+	t.Helper()
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	db.compactMu.Lock()
+	db.releaseRetired(false)
+	return db.compactMu.Unlock
+}
+
+// TestTableCacheCountAfterClose: the count of open files the metrics
+// report (openFiles) is the file system's after every open, eviction and
+// Close of a table file, whether its descriptor was open or evicted.
+func TestTableCacheCountAfterClose(t *testing.T) {
+	fs := &openFilesFS{FS: vfs.NewMem()}
+	var names []string
+	for i := range 4 {
+		name := fmt.Sprintf("%06d.sst", i)
+		writeFile(t, fs, name, []byte(name))
+		names = append(names, name)
+	}
+	c := newTableCache(fs, 2)
+	check := func(step string) {
+		t.Helper()
+		if got, want := c.openFiles(), fs.tablesOpen.Load(); int64(got) != want {
+			t.Fatalf("%s: openFiles says %d, the file system has %d open", step, got, want)
+		}
+	}
+	var files []*tableFile
+	for _, name := range names { // the last two evict the first two
+		f, err := c.openFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.tableOpened()
+		files = append(files, f)
+		check("open " + name)
+	}
+	for i, f := range files {
+		if _, err := f.ReadAt(make([]byte, 1), 0); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("read of file %d", i))
+	}
+	for i, f := range files {
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("close of file %d", i))
+	}
+	if n := c.openFiles(); n != 0 {
+		t.Fatalf("%d files open after every Close", n)
 	}
 }
 

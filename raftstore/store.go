@@ -33,7 +33,8 @@
 //	27+n+m  8     AppendedAt seconds since 1970-01-01 UTC, signed (if present)
 //	35+n+m  4     AppendedAt nanoseconds within the second, 0 to 999999999 (if present)
 //
-// Nothing follows the last field. Empty Data and Extensions come back nil;
+// Nothing follows the last field, and AppendedAt present is never the zero
+// time. Empty Data and Extensions come back nil;
 // AppendedAt comes back as the same instant in the local time zone, without
 // a monotonic clock reading. A value of another version, one whose lengths
 // do not add up to its size, or one holding another index, is reported as
@@ -286,6 +287,9 @@ func decodeLog(v []byte, l *raft.Log) error {
 			return fmt.Errorf("AppendedAt nanoseconds %d out of range", nsec)
 		}
 		l.AppendedAt = time.Unix(sec, int64(nsec))
+		if r.err == nil && l.AppendedAt.IsZero() {
+			return errors.New("AppendedAt present but the zero time, which is written as absent")
+		}
 	case present != 0:
 		return fmt.Errorf("AppendedAt presence byte %d, want 0 or 1", present)
 	}

@@ -28,7 +28,8 @@ const mersenne61 = 1<<61 - 1
 // no keys. A Filter is immutable and safe for concurrent use.
 type Filter struct {
 	// r is the size of the code space and the width of a hash block: key x
-	// lies in block x/r and has code (q(x/r) + x%r) mod r.
+	// lies in block x/r and has code (q(x/r) + x%r) mod r. It is 0 in a
+	// filter of no keys, whose codes are nil.
 	r uint64
 	// a and b choose q(y) = ((a*y + b) mod (2^61-1)) mod r, pairwise
 	// independent over blocks.
@@ -43,6 +44,9 @@ type Filter struct {
 func New(keys []uint64, bitsPerKey int, seed uint64) (*Filter, error) {
 	if bitsPerKey < MinBitsPerKey || bitsPerKey > MaxBitsPerKey {
 		return nil, fmt.Errorf("rangefilter: %d bits per key, want %d to %d", bitsPerKey, MinBitsPerKey, MaxBitsPerKey)
+	}
+	if len(keys) == 0 {
+		return &Filter{}, nil
 	}
 	r := codeSpace(len(keys), bitsPerKey)
 	s1, s2 := splitmix(seed), splitmix(seed+1)
@@ -59,7 +63,7 @@ func New(keys []uint64, bitsPerKey int, seed uint64) (*Filter, error) {
 // codeSpace is r for n keys at bitsPerKey bits per key: n*2^(bitsPerKey-2),
 // at most maxCodes.
 func codeSpace(n, bitsPerKey int) uint64 {
-	m := uint64(max(n, 1))
+	m := uint64(n)
 	if m > maxCodes>>(bitsPerKey-2) {
 		return maxCodes
 	}
@@ -105,7 +109,7 @@ func (f *Filter) q(y uint64) uint64 {
 // per key. An empty range (lo > hi) answers false; a range wider than
 // MaxRange answers true.
 func (f *Filter) MayContain(lo, hi uint64) bool {
-	if f.codes == nil || f.codes.n == 0 || lo > hi {
+	if f.codes == nil || lo > hi {
 		return false
 	}
 	if hi-lo >= f.r {
@@ -129,7 +133,8 @@ func (f *Filter) mayContainInBlock(lo, hi uint64) bool {
 
 // MaxRange is the widest range, in values, that MayContain answers from the
 // filter; wider ones answer "maybe". It is n*2^(B-2) for n keys at B bits
-// per key (capped at 2^50), where the bound L/2^(B-2) reaches n anyway.
+// per key (capped at 2^50), where the bound L/2^(B-2) reaches n anyway; 0
+// for a filter of no keys, which answers "no" to every range.
 func (f *Filter) MaxRange() uint64 { return f.r }
 
 // SizeBytes is the memory the filter holds.
@@ -140,15 +145,19 @@ func (f *Filter) SizeBytes() int {
 	return f.codes.sizeBytes()
 }
 
-// Encoding version of MarshalBinary.
-const formatVersion = 1
+// Encoding versions of MarshalBinary.
+const (
+	formatVersion = 1 // a filter of keys
+	formatEmpty   = 2 // a filter of no keys
+)
 
 const headerLen = 1 + 4*8
 
-// MarshalBinary encodes the filter:
+// MarshalBinary encodes the filter. A filter of no keys is one byte,
+// version 2. A filter of keys is:
 //
 //	version  1 byte, = 1
-//	n        uint64: distinct codes
+//	n        uint64: distinct codes, at least 1
 //	r        uint64: size of the code space, 16 to 2^50
 //	a        uint64: 1 to 2^61-2
 //	b        uint64: 0 to 2^61-2
@@ -158,10 +167,12 @@ const headerLen = 1 + 4*8
 //	         unary, Elias-Fano style (see eliasFano); unused bits zero
 //
 // Integers are little-endian. The codes strictly increase and are below r.
+// UnmarshalBinary also reads a filter of no keys in version 1, n = 0, as
+// encoders before version 2 wrote it: its high words are r/64 zero words.
 func (f *Filter) MarshalBinary() ([]byte, error) {
 	codes := f.codes
 	if codes == nil {
-		codes = newEliasFano(nil, f.r)
+		return []byte{formatEmpty}, nil
 	}
 	out := make([]byte, 0, headerLen+8*(len(codes.low)+len(codes.high)))
 	out = append(out, formatVersion)
@@ -180,11 +191,15 @@ func (f *Filter) MarshalBinary() ([]byte, error) {
 // UnmarshalBinary decodes what MarshalBinary encoded, refusing any other
 // bytes with an error.
 func (f *Filter) UnmarshalBinary(data []byte) error {
+	if len(data) == 1 && data[0] == formatEmpty {
+		*f = Filter{}
+		return nil
+	}
+	if len(data) > 0 && data[0] != formatVersion {
+		return fmt.Errorf("rangefilter: format version %d, want %d or %d", data[0], formatVersion, formatEmpty)
+	}
 	if len(data) < headerLen {
 		return fmt.Errorf("rangefilter: %d bytes, too short for a filter", len(data))
-	}
-	if data[0] != formatVersion {
-		return fmt.Errorf("rangefilter: format version %d, want %d", data[0], formatVersion)
 	}
 	word := func(i int) uint64 { return binary.LittleEndian.Uint64(data[1+8*i:]) }
 	n, r, a, b := word(0), word(1), word(2), word(3)
@@ -200,6 +215,13 @@ func (f *Filter) UnmarshalBinary(data []byte) error {
 	nLow, nHigh := (n*uint64(lowBits)+63)/64, (highLen+63)/64
 	if uint64(len(data)-headerLen) != 8*(nLow+nHigh) {
 		return fmt.Errorf("rangefilter: %d bytes of codes, want %d", len(data)-headerLen, 8*(nLow+nHigh))
+	}
+	if n == 0 { // version 1's filter of no keys
+		if slices.ContainsFunc(data[headerLen:], func(c byte) bool { return c != 0 }) {
+			return errors.New("rangefilter: a filter of no codes has bits set")
+		}
+		*f = Filter{}
+		return nil
 	}
 	words := make([]uint64, nLow+nHigh)
 	for i := range words {

@@ -2,6 +2,7 @@ package rangefilter
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -58,6 +59,99 @@ func TestEmptyAndInvalid(t *testing.T) {
 	}
 }
 
+// TestEmptyFilter checks that a filter of no keys is a few bytes at any
+// bits per key, answers "no" to every range, and round-trips, alone and as
+// a Builder's KeyFilter.
+func TestEmptyFilter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, bpk := range []int{MinBitsPerKey, 24, 30, MaxBitsPerKey} {
+		f, err := New(nil, bpk, rng.Uint64())
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := f.MarshalBinary()
+		if len(data) > 8 || f.SizeBytes() > 8 {
+			t.Fatalf("%d bits per key: %d bytes encoded, %d in memory", bpk, len(data), f.SizeBytes())
+		}
+		var g Filter
+		if err := g.UnmarshalBinary(data); err != nil {
+			t.Fatalf("%d bits per key: %v", bpk, err)
+		}
+		b, err := NewBuilder(&Options{BitsPerKey: bpk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(enc) > 16 {
+			t.Fatalf("%d bits per key: Builder.Finish of no keys is %d bytes", bpk, len(enc))
+		}
+		kf, err := Decode(enc, nil)
+		if err != nil {
+			t.Fatalf("%d bits per key: %v", bpk, err)
+		}
+		for range 1000 {
+			lo, hi := rng.Uint64(), rng.Uint64()
+			lo, hi = min(lo, hi), max(lo, hi)
+			if f.MayContain(lo, hi) || g.MayContain(lo, hi) || f.MayContain(0, 1<<64-1) {
+				t.Fatalf("%d bits per key: [%d, %d]: a filter of no keys said maybe", bpk, lo, hi)
+			}
+			klo, khi := fmt.Appendf(nil, "%x", lo), fmt.Appendf(nil, "%x", hi)
+			if kf.MayContain(klo, khi) || kf.MayContain(nil, []byte{0xff, 0xff}) {
+				t.Fatalf("%d bits per key: [%s, %s): a KeyFilter of no keys said maybe", bpk, klo, khi)
+			}
+		}
+	}
+}
+
+// oldEmptyFilter is a filter of no keys as version 1 encoded it: n = 0 and
+// a high vector of r zero bits, r = 2^(bitsPerKey-2).
+func oldEmptyFilter(bitsPerKey int) []byte {
+	r := uint64(1) << (bitsPerKey - 2)
+	data := []byte{formatVersion}
+	for _, v := range []uint64{0, r, splitmix(7)%(mersenne61-1) + 1, splitmix(8) % mersenne61} {
+		data = binary.LittleEndian.AppendUint64(data, v)
+	}
+	return append(data, make([]byte, 8*((r+63)/64))...)
+}
+
+// TestOldEmptyFilter checks that version 1's filter of no keys still
+// decodes, to a filter that answers "no" and re-encodes as version 2, and
+// that one with a bit set in its high vector is refused.
+func TestOldEmptyFilter(t *testing.T) {
+	for _, bpk := range []int{MinBitsPerKey, 10, 24} {
+		data := oldEmptyFilter(bpk)
+		var f Filter
+		if err := f.UnmarshalBinary(data); err != nil {
+			t.Fatalf("%d bits per key: %v", bpk, err)
+		}
+		if f.MayContain(0, 1<<64-1) || f.MayContain(0, 0) || f.MayContain(1<<40, 1<<40+15) {
+			t.Fatalf("%d bits per key: the decoded filter of no keys said maybe", bpk)
+		}
+		if again, _ := f.MarshalBinary(); !bytes.Equal(again, []byte{formatEmpty}) {
+			t.Fatalf("%d bits per key: re-encoded as %x", bpk, again)
+		}
+		// As a Builder wrote it: the dense map of no keys, then the filter.
+		kf, err := Decode(append([]byte{0, 2, 0, 0}, data...), nil)
+		if err != nil {
+			t.Fatalf("%d bits per key: %v", bpk, err)
+		}
+		if kf.MayContain(nil, []byte{0xff}) {
+			t.Fatalf("%d bits per key: the decoded KeyFilter of no keys said maybe", bpk)
+		}
+		bad := slices.Clone(data)
+		bad[len(bad)-1] = 0x80
+		if err := f.UnmarshalBinary(bad); err == nil {
+			t.Fatalf("%d bits per key: a filter of no codes with a bit set was accepted", bpk)
+		}
+		if err := f.UnmarshalBinary(data[:len(data)-8]); err == nil {
+			t.Fatalf("%d bits per key: a short filter of no codes was accepted", bpk)
+		}
+	}
+}
+
 // TestMarshalRoundTrip checks that a decoded filter answers every query as
 // the original does, and that its bytes survive a second round.
 func TestMarshalRoundTrip(t *testing.T) {
@@ -104,13 +198,15 @@ func TestUnmarshalRefuses(t *testing.T) {
 	if err := g.UnmarshalBinary(append(slices.Clone(data), 0)); err == nil {
 		t.Fatal("a trailing byte was accepted")
 	}
-	bad := slices.Clone(data)
-	bad[0] = 2
-	if err := g.UnmarshalBinary(bad); err == nil {
-		t.Fatal("version 2 was accepted")
+	for _, v := range []byte{0, formatEmpty, 3} {
+		bad := slices.Clone(data)
+		bad[0] = v
+		if err := g.UnmarshalBinary(bad); err == nil {
+			t.Fatalf("a filter of keys with version byte %d was accepted", v)
+		}
 	}
 	// A flipped bit in the high words changes the count of values.
-	bad = slices.Clone(data)
+	bad := slices.Clone(data)
 	bad[len(bad)-20] ^= 0x10
 	if err := g.UnmarshalBinary(bad); err == nil {
 		t.Fatal("a flipped bit in the high words was accepted")

@@ -2,6 +2,7 @@ package rangefilter
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -206,7 +207,7 @@ func TestUserMap(t *testing.T) {
 		t.Fatal("present key: filter says no")
 	}
 	for _, other := range []*UserMap{nil, {Name: "other", Map: be.Map}} {
-		if _, err := Decode(data, other); err == nil || !errorsIs(err, ErrUnknownMap) {
+		if _, err := Decode(data, other); err == nil || !errors.Is(err, ErrUnknownMap) {
 			t.Fatalf("decoding with map %v: %v, want ErrUnknownMap", other, err)
 		}
 	}

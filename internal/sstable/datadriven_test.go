@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +16,20 @@ import (
 	"github.com/shale-db/shale/internal/cache"
 	"github.com/shale-db/shale/vfs"
 )
+
+// walkCases runs f on every file under testdata but the fuzz corpora
+// (testdata/fuzz), as datadriven.Walk does.
+func walkCases(t *testing.T, f func(t *testing.T, path string)) {
+	dirs, err := filepath.Glob("testdata/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range dirs {
+		if dir != filepath.Join("testdata", "fuzz") {
+			t.Run(filepath.Base(dir), func(t *testing.T) { datadriven.Walk(t, dir, f) })
+		}
+	}
+}
 
 // TestDataDriven runs the cases in testdata/. Commands:
 //
@@ -34,7 +49,7 @@ import (
 //	    Runs the input's iterator operations (first, last, next, prev,
 //	    seek-ge K, seek-lt K) and prints where each lands.
 func TestDataDriven(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	walkCases(t, func(t *testing.T, path string) {
 		var r *Reader
 		var stats *Stats
 		defer func() {

@@ -163,9 +163,10 @@
 //	map           map_len bytes, the       } the keys' common prefix, then
 //	              rangefilter.KeyMap       } per position of the window a
 //	              (KeyMap.MarshalBinary)   } flags byte and a 32-byte set
-//	filter        the rest: version byte 1, then uint64 n (distinct
-//	              codes), r (code space), a and b (hash), then the codes'
-//	              low and high words, Elias-Fano (Filter.MarshalBinary)
+//	filter        the rest (Filter.MarshalBinary): version byte 1, then
+//	              uint64 n (distinct codes), r (code space), a and b
+//	              (hash), then the codes' low and high words, Elias-Fano;
+//	              or, for a filter of no keys, version byte 2 alone
 //
 // A reader whose user map has another name (or that has none) reads the
 // table without its range filter, never with a wrong map. The filter does
