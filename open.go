@@ -8,6 +8,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shale-db/shale/internal/base"
@@ -254,20 +255,51 @@ func (db *DB) replayLogs(names []string, missing func(error) error, mem *memtabl
 	if err != nil {
 		return err
 	}
-	var prevLast base.SeqNum
+	manifestLast := db.lastSeq
+	var prevLast base.SeqNum // of the last WAL with records; 0 before it
+	var empty []string       // the WALs before the first with records
 	for i, num := range logs {
+		name := db.fileName(fileTypeLog, num)
 		first, last, err := db.replayLog(num, mem, i >= newest)
 		if err != nil {
 			return err
 		}
 		if first == 0 {
-			continue // an empty WAL
+			empty = append(empty, name) // no records: empty, or all of it a torn tail
+			continue
 		}
-		if prevLast != 0 && first != prevLast+1 {
-			return missing(base.CorruptionErrorf(db.fileName(fileTypeLog, num), 0,
-				"the log starts at sequence number %d, but the log before it ends at %d: a WAL between them is missing", first, prevLast))
+		if err := logStartError(name, first, prevLast, manifestLast, empty); err != nil {
+			return missing(err)
 		}
 		prevLast = last
+	}
+	return nil
+}
+
+// logStartError checks where a live WAL (file name) whose first batch has
+// sequence number first starts, after the live WALs before it, the last of
+// which with records ended at prevLast (0 if none had any, and then empty
+// names those before it), in a store whose MANIFEST records manifestLast as
+// its last sequence number. The first WAL with records must start at or
+// below manifestLast+1: the writes before it are in tables, and the
+// MANIFEST's last sequence number, recorded when the memtable before the
+// first live WAL's was flushed, or later, is at least the last of them.
+// Every later one must go on from the one before. Either gap is writes
+// gone: a WAL missing, or one emptied (a WAL a newer one follows was synced
+// whole before the newer one took a write), and it returns a corruption
+// error naming the WAL after the gap and those before it without records.
+func logStartError(name string, first, prevLast, manifestLast base.SeqNum, empty []string) error {
+	switch {
+	case prevLast == 0 && first > manifestLast+1 && len(empty) > 0:
+		return base.CorruptionErrorf(name, 0,
+			"the log starts at sequence number %d, but the MANIFEST's last sequence number is %d and the live WALs before it hold no write (%s): their writes are missing, the WALs emptied",
+			first, manifestLast, strings.Join(empty, ", "))
+	case prevLast == 0 && first > manifestLast+1:
+		return base.CorruptionErrorf(name, 0,
+			"the log starts at sequence number %d, but the MANIFEST's last sequence number is %d: the writes between them are missing", first, manifestLast)
+	case prevLast != 0 && first != prevLast+1:
+		return base.CorruptionErrorf(name, 0,
+			"the log starts at sequence number %d, but the log before it ends at %d: a WAL between them is missing", first, prevLast)
 	}
 	return nil
 }
