@@ -126,14 +126,17 @@ func (db *DB) makeDir(dir string) error {
 // Missing WALs. A WAL holds writes no table holds yet, so one that is gone
 // loses them silently unless recovery notices. Two checks catch it: the WAL
 // the MANIFEST names as its log number must be present, and the sequence
-// numbers must run on without a gap from each WAL to the next (every WAL
-// with records starts at the sequence number after the last one of the WAL
-// before it, as the commit pipeline assigns them). We chose this over
-// recording each WAL's creation in the MANIFEST, as RocksDB can: it needs
-// no MANIFEST write (and sync) on the commit path at every memtable
+// numbers must run on without a gap from the MANIFEST to the first WAL with
+// records and from each WAL to the next (the first starts at or below the
+// MANIFEST's last sequence number + 1, every later WAL with records at the
+// sequence number after the last one of the WAL before it, as the commit
+// pipeline assigns them), which also catches a WAL emptied. We chose this
+// over recording each WAL's creation in the MANIFEST, as RocksDB can: it
+// needs no MANIFEST write (and sync) on the commit path at every memtable
 // rotation, and no new record type. What it cannot see is the newest WAL
-// missing whole when it was not the one at the log number; file numbers,
-// shared with tables and MANIFESTs, cannot tell that either.
+// with records missing or emptied whole when it was not the first live
+// one; file numbers, shared with tables and MANIFESTs, cannot tell that
+// either.
 //
 // Idempotence. Until the new CURRENT is durable, the directory must still
 // recover as before, so recovery first writes the replayed memtable as a
@@ -386,11 +389,15 @@ func (db *DB) newestLog(nums []uint64) (int, error) {
 }
 
 // replayLog applies every batch in WAL num to mem and returns the first and
-// last sequence numbers it holds (0, 0 if none). In the newest WAL a torn
-// tail (the crash interrupted the last write) ends the log. Older WALs were
-// synced whole before the next one started, so a torn tail there, or
-// anything else that does not decode, is corruption and stops the open:
-// replaying later WALs past a gap would break the order of writes.
+// last sequence numbers it holds (0, 0 if none). In the newest WAL with
+// bytes (newest) a torn tail (the crash interrupted the last write) ends
+// the log. Older WALs were synced whole before the next one was created,
+// so a torn tail there, or anything else that does not decode, is
+// corruption and stops the open: replaying later WALs past a gap would
+// break the order of writes. A WAL a memtable rotation left behind also
+// ends in an end marker (see startWAL), which claims every byte before it:
+// damage there is corruption too, even in the newest WAL with bytes, where
+// a power loss right after the rotation leaves it before an empty WAL.
 func (db *DB) replayLog(num uint64, mem *memtable.MemTable, newest bool) (first, last base.SeqNum, err error) {
 	name := db.fileName(fileTypeLog, num)
 	f, err := db.fs.Open(name)
