@@ -718,14 +718,14 @@ func TestImitatedCommitIsNoClaim(t *testing.T) {
 // claims every byte before it; a flip in the END is a torn tail that keeps
 // every record. Nothing reads as a torn tail that loses a record. The log
 // spans two blocks, with a record in two fragments; every bit of its first
-// 64 and last 400 bytes (the last group and the END) is flipped, and one
-// bit of every 97th byte between.
+// 64 and last 160 bytes (the last group, of two records, and the END) is
+// flipped, and one bit of every 97th byte between.
 func TestEndedLogFlips(t *testing.T) {
-	records := sizedRecords(100, 40000, 10, 0, 300)
+	records := sizedRecords(100, 40000, 10, 0, 30)
 	log := groupedLog(t, records, []int{1, 1, 1, 2}, true, true)
 	end := len(log) - endSize
 	for i := range len(log) * 8 {
-		if i/8 >= 64 && i/8 < len(log)-400 && (i/8%97 != 0 || i%8 != i/8/97%8) {
+		if i/8 >= 64 && i/8 < len(log)-160 && (i/8%97 != 0 || i%8 != i/8/97%8) {
 			continue
 		}
 		b := bytes.Clone(log)
