@@ -160,6 +160,7 @@ func crashCampaign(t *testing.T, seed uint64, steps, every, offset, nestedEvery 
 		mu                       sync.Mutex // serializes crash points
 		points, checked, nestedN int
 		walWrites, cuts          int          // crash points before a WAL write (or store) and before a truncate
+		walCreates               int          // crash points before a WAL's creation: a rotation's, once the old WAL is ended, or Open's
 		progress                 atomic.Int64 // mutating operations seen and crashed stores checked
 	)
 	crashAt := func(op vfs.Op, path string) error {
@@ -176,6 +177,8 @@ func crashCampaign(t *testing.T, seed uint64, steps, every, offset, nestedEvery 
 			walWrites++
 		case op == vfs.OpTruncate:
 			cuts++
+		case op == vfs.OpCreate && strings.HasSuffix(path, ".log"):
+			walCreates++
 		}
 		if p%every != offset {
 			return nil
@@ -206,8 +209,8 @@ func crashCampaign(t *testing.T, seed uint64, steps, every, offset, nestedEvery 
 		checked++
 		checkCrash(c, h, h.mark(), noSync, wal, false, fails, "WAL "+wal.name+", after Close, model "+model.name)
 	}
-	fails.report(t, fmt.Sprintf("WAL %s: %d writing steps acknowledged; %d crash points (%d before a WAL write or store, %d before a truncate), %d crashed stores checked, %d second crashes during recovery",
-		wal.name, h.mark().lo, points, walWrites, cuts, checked, nestedN))
+	fails.report(t, fmt.Sprintf("WAL %s: %d writing steps acknowledged; %d crash points (%d before a WAL write or store, %d before a truncate, %d before a WAL's creation), %d crashed stores checked, %d second crashes during recovery",
+		wal.name, h.mark().lo, points, walWrites, cuts, walCreates, checked, nestedN))
 }
 
 // runWorkload opens the store and runs steps; any error fails it.

@@ -39,9 +39,11 @@ import (
 //     it on reads record by record, each record a batch that decodes, with
 //     sequence numbers going on from batch to batch without a gap, within a
 //     WAL and from each WAL to the next (a gap between WALs is a WAL
-//     missing, as Open finds it). A torn tail is reported in every WAL but
-//     the newest, where it is the normal trace of a crash that Open cuts
-//     off.
+//     missing, as Open finds it), and the first batch of the first WAL
+//     with records starting at or below the MANIFEST's last sequence
+//     number + 1 (a gap there is a WAL missing or emptied). A torn tail is
+//     reported in every WAL but the newest WAL with bytes, where it is the
+//     normal trace of a crash that Open cuts off.
 //
 // Files that are not live, tables and WALs a crash left behind before Open
 // could remove them, are leftovers, not problems, and are not read: Open
@@ -299,8 +301,11 @@ func (c *checker) checkLogs(nums []uint64, live bool) error {
 	var last base.SeqNum // of the previous batch
 	// follows is whether the next batch must start at last+1: the WALs are
 	// live and no problem since the previous batch leaves what came
-	// between them unknown.
-	follows := false
+	// between them unknown. atStart is whether the next batch must start at
+	// or below the MANIFEST's last sequence number + 1: the WALs are live
+	// and no batch or problem came before it.
+	follows, atStart := false, live
+	var empty []string // while atStart: the WALs read, which hold no write
 	newest, err := c.db.newestLog(nums)
 	if err != nil {
 		return err
@@ -320,7 +325,7 @@ func (c *checker) checkLogs(nums []uint64, live bool) error {
 			}
 			if errors.Is(err, base.ErrCorruption) {
 				c.problems = append(c.problems, err)
-				follows = false
+				follows, atStart = false, false
 				break
 			}
 			if err != nil {
@@ -332,24 +337,35 @@ func (c *checker) checkLogs(nums []uint64, live bool) error {
 			case err != nil:
 				c.problems = append(c.problems, err)
 			case n == 0:
+			case atStart:
+				// Open's rule (replayLogs): the first live WAL with
+				// records starts where the MANIFEST leaves off.
+				if err := logStartError(name, first, 0, c.db.lastSeq, empty); err != nil {
+					c.problems = append(c.problems, err)
+				}
 			case first <= last:
 				c.problem(name, r.Offset(), "batch starts at sequence number %d, not after the previous batch's %d", first, last)
-			case follows && first != last+1 && firstInLog:
-				// Open's rule (replayLogs): each WAL goes on from the
-				// one before it, so a gap is a WAL gone with its writes.
-				c.problem(name, r.Offset(), "the log starts at sequence number %d, but the log before it ends at %d: a WAL between them is missing", first, last)
+			case follows && firstInLog:
+				// Open's rule: each WAL goes on from the one before it,
+				// so a gap is a WAL gone with its writes.
+				if err := logStartError(name, first, last, c.db.lastSeq, nil); err != nil {
+					c.problems = append(c.problems, err)
+				}
 			case follows && first != last+1:
 				c.problem(name, r.Offset(), "batch at sequence number %d follows one ending at %d", first, last)
 			}
 			if err != nil {
-				follows = false
+				follows, atStart = false, false
 			} else if n > 0 {
-				last, follows, firstInLog = first+base.SeqNum(n)-1, live, false
+				last, follows, firstInLog, atStart = first+base.SeqNum(n)-1, live, false, false
 			}
+		}
+		if atStart {
+			empty = append(empty, name)
 		}
 		if off, torn := r.TornTail(); torn && i < newest {
 			c.problem(name, off, "ends in a torn record, but a newer WAL with bytes in it follows it")
-			follows = false
+			follows, atStart = false, false
 		}
 		f.Close()
 	}

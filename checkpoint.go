@@ -299,14 +299,12 @@ func (db *DB) copyLog(l checkpointLog, seq base.SeqNum, dst string) (int64, erro
 	}
 	w := wal.NewWriter(f)
 	if l.f != nil {
-		err = copyRecords(w, l, seq, db.fileName(fileTypeLog, l.num))
+		if err := copyRecords(w, l, seq, db.fileName(fileTypeLog, l.num)); err != nil {
+			w.Close()
+			return w.Size(), err
+		}
 	}
-	if err == nil {
-		err = w.MarkEnd()
-	}
-	if cerr := w.Close(); err == nil {
-		err = cerr
-	}
+	err = w.EndClose()
 	return w.Size(), err
 }
 

@@ -391,29 +391,33 @@ func (db *DB) rotateMemTable() error {
 	return nil
 }
 
-// startWAL, without db.mu, makes WAL num, the successor of old, then syncs
-// and closes old.
+// startWAL, without db.mu, ends old and then makes WAL num, its
+// successor.
 //
-// The new WAL's directory entry is synced, even under NoSync: the flush of
-// the old memtable names the new WAL in the MANIFEST as its log number, and
-// the MANIFEST must never name a file a power loss can take away. The old
-// WAL is then synced (and, if mapped, cut to its end), also under NoSync,
-// before the new one takes any write: recovery allows a torn tail only in
-// the newest WAL, and skips an empty one after it, so no newer WAL may hold
-// bytes before the old one is whole. Both happen once per memtable and cost
-// little. If a step fails, the old WAL stays the newest one with bytes,
-// with at most an empty newer WAL after it.
+// The old WAL is ended first (wal.Writer.EndClose: synced, then an end
+// marker that claims every byte before it, synced with a mapped log's cut),
+// even under NoSync, before the new WAL's name exists, so that no crash
+// image holds the new name without the old WAL's end: recovery allows a
+// torn tail only in the newest WAL with bytes, and a power loss can leave
+// the new WAL empty, after which only the end marker tells damage to the
+// old WAL's last records from a torn tail. The new WAL's directory entry is
+// then synced, also under NoSync: the flush of the old memtable names the
+// new WAL in the MANIFEST as its log number, and the MANIFEST must never
+// name a file a power loss can take away. The new WAL takes no write before
+// both are done. Both happen once per memtable and cost little (the ending
+// costs a second fsync only when writes since the last one are unsynced,
+// as under NoSync). If a step fails, the old WAL stays the newest one with
+// bytes, ended or not, with at most an empty newer WAL after it.
 func (db *DB) startWAL(old *wal.Writer, num uint64) (vfs.File, error) {
+	if err := old.EndClose(); err != nil {
+		return nil, err
+	}
 	f, err := db.fs.Create(db.fileName(fileTypeLog, num))
 	if err != nil {
 		return nil, err
 	}
 	db.walCreated(num)
 	if err := db.fs.SyncDir(db.dir); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := old.SyncClose(); err != nil {
 		f.Close()
 		return nil, err
 	}

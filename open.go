@@ -8,6 +8,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shale-db/shale/internal/base"
@@ -188,14 +189,17 @@ func (db *DB) makeDir(dir string) error {
 // Missing WALs. A WAL holds writes no table holds yet, so one that is gone
 // loses them silently unless recovery notices. Two checks catch it: the WAL
 // the MANIFEST names as its log number must be present, and the sequence
-// numbers must run on without a gap from each WAL to the next (every WAL
-// with records starts at the sequence number after the last one of the WAL
-// before it, as the commit pipeline assigns them). We chose this over
-// recording each WAL's creation in the MANIFEST, as RocksDB can: it needs
-// no MANIFEST write (and sync) on the commit path at every memtable
+// numbers must run on without a gap from the MANIFEST to the first WAL with
+// records and from each WAL to the next (the first starts at or below the
+// MANIFEST's last sequence number + 1, every later WAL with records at the
+// sequence number after the last one of the WAL before it, as the commit
+// pipeline assigns them), which also catches a WAL emptied. We chose this
+// over recording each WAL's creation in the MANIFEST, as RocksDB can: it
+// needs no MANIFEST write (and sync) on the commit path at every memtable
 // rotation, and no new record type. What it cannot see is the newest WAL
-// missing whole when it was not the one at the log number; file numbers,
-// shared with tables and MANIFESTs, cannot tell that either.
+// with records missing or emptied whole when it was not the first live
+// one; file numbers, shared with tables and MANIFESTs, cannot tell that
+// either.
 //
 // Idempotence. Until the new CURRENT is durable, the directory must still
 // recover as before, so recovery first writes the replayed memtable as a
@@ -331,21 +335,52 @@ func (db *DB) replayLogs(names []string, missing func(error) error, mem *memtabl
 	if err != nil {
 		return err
 	}
-	var prevLast base.SeqNum
+	manifestLast := db.lastSeq
+	var prevLast base.SeqNum // of the last WAL with records; 0 before it
+	var empty []string       // the WALs before the first with records
 	for i, num := range logs {
+		name := db.fileName(fileTypeLog, num)
 		first, last, err := db.replayLog(num, mem, i >= newest)
 		if err != nil {
 			return err
 		}
 		if first == 0 {
-			continue // an empty WAL
+			empty = append(empty, name) // no records: empty, or all of it a torn tail
+			continue
 		}
 		db.recovery.WALs++
-		if prevLast != 0 && first != prevLast+1 {
-			return missing(base.CorruptionErrorf(db.fileName(fileTypeLog, num), 0,
-				"the log starts at sequence number %d, but the log before it ends at %d: a WAL between them is missing", first, prevLast))
+		if err := logStartError(name, first, prevLast, manifestLast, empty); err != nil {
+			return missing(err)
 		}
 		prevLast = last
+	}
+	return nil
+}
+
+// logStartError checks where a live WAL (file name) whose first batch has
+// sequence number first starts, after the live WALs before it, the last of
+// which with records ended at prevLast (0 if none had any, and then empty
+// names those before it), in a store whose MANIFEST records manifestLast as
+// its last sequence number. The first WAL with records must start at or
+// below manifestLast+1: the writes before it are in tables, and the
+// MANIFEST's last sequence number, recorded when the memtable before the
+// first live WAL's was flushed, or later, is at least the last of them.
+// Every later one must go on from the one before. Either gap is writes
+// gone: a WAL missing, or one emptied (a WAL a newer one follows was synced
+// whole before the newer one took a write), and it returns a corruption
+// error naming the WAL after the gap and those before it without records.
+func logStartError(name string, first, prevLast, manifestLast base.SeqNum, empty []string) error {
+	switch {
+	case prevLast == 0 && first > manifestLast+1 && len(empty) > 0:
+		return base.CorruptionErrorf(name, 0,
+			"the log starts at sequence number %d, but the MANIFEST's last sequence number is %d and the live WALs before it hold no write (%s): their writes are missing, the WALs emptied",
+			first, manifestLast, strings.Join(empty, ", "))
+	case prevLast == 0 && first > manifestLast+1:
+		return base.CorruptionErrorf(name, 0,
+			"the log starts at sequence number %d, but the MANIFEST's last sequence number is %d: the writes between them are missing", first, manifestLast)
+	case prevLast != 0 && first != prevLast+1:
+		return base.CorruptionErrorf(name, 0,
+			"the log starts at sequence number %d, but the log before it ends at %d: a WAL between them is missing", first, prevLast)
 	}
 	return nil
 }
@@ -436,11 +471,15 @@ func (db *DB) newestLog(nums []uint64) (int, error) {
 }
 
 // replayLog applies every batch in WAL num to mem and returns the first and
-// last sequence numbers it holds (0, 0 if none). In the newest WAL a torn
-// tail (the crash interrupted the last write) ends the log. Older WALs were
-// synced whole before the next one started, so a torn tail there, or
-// anything else that does not decode, is corruption and stops the open:
-// replaying later WALs past a gap would break the order of writes.
+// last sequence numbers it holds (0, 0 if none). In the newest WAL with
+// bytes (newest) a torn tail (the crash interrupted the last write) ends
+// the log. Older WALs were synced whole before the next one was created,
+// so a torn tail there, or anything else that does not decode, is
+// corruption and stops the open: replaying later WALs past a gap would
+// break the order of writes. A WAL a memtable rotation left behind also
+// ends in an end marker (see startWAL), which claims every byte before it:
+// damage there is corruption too, even in the newest WAL with bytes, where
+// a power loss right after the rotation leaves it before an empty WAL.
 func (db *DB) replayLog(num uint64, mem *memtable.MemTable, newest bool) (first, last base.SeqNum, err error) {
 	name := db.fileName(fileTypeLog, num)
 	f, err := db.fs.Open(name)

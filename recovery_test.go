@@ -461,6 +461,49 @@ func TestMissingWAL(t *testing.T) {
 	})
 }
 
+// TestEmptiedFirstWAL is the regression test for item 1 of issue 34. With
+// flushes held, 12 synced Puts go to four WALs, three to each: the first,
+// at the MANIFEST's log number, holds sequence numbers 1-3, and the
+// MANIFEST's last sequence number is 0. In a power-loss image of that store
+// the first WAL is truncated to 0 bytes: its writes are gone, so Open and
+// Check must both return ErrCorruption naming it (the next WAL starts at
+// sequence number 4). Before, they ran the continuity check only from a
+// WAL with records, and Open succeeded without k0000-k0002.
+func TestEmptiedFirstWAL(t *testing.T) {
+	mem := vfs.NewMem()
+	efs := vfs.NewErrorFS(mem)
+	release := make(chan struct{})
+	efs.SetInjector(func(op vfs.Op, path string) error {
+		if op == vfs.OpCreate && strings.HasSuffix(path, ".sst") {
+			<-release // a test that fails before the release leaves its store open
+		}
+		return nil
+	})
+	// A Put adds 102 bytes to the memtable: the fourth finds it full.
+	db := mustOpen(t, "db", &Options{FS: efs, MemTableSize: 300, MaxImmutableMemTables: 8})
+	for i := range 12 {
+		if err := db.Put(fmt.Appendf(nil, "k%04d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := mem.CrashClone()
+	close(release)
+	db.Close()
+	logs := filesOf(t, c, "db", fileTypeLog)
+	if len(logs) != 4 {
+		t.Fatalf("want 4 WALs, got %v", logs)
+	}
+	if err := Check("db", &Options{FS: c}); err != nil {
+		t.Fatalf("Check of the power-loss image: %v", err)
+	}
+	writeFile(t, c, logs[0], nil)
+	wantOpenCorruption(t, c, logs[0])
+	err := Check("db", &Options{FS: c})
+	if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), filepath.Base(logs[0])) {
+		t.Fatalf("Check with %s emptied: %v, want ErrCorruption naming it", filepath.Base(logs[0]), err)
+	}
+}
+
 // TestCurrentDamaged: CURRENT naming a missing MANIFEST, CURRENT being a
 // directory, and every single-bit flip in CURRENT are ErrCorruption, with
 // nothing deleted.

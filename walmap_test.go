@@ -173,8 +173,8 @@ func TestWALMappedCrash(t *testing.T) {
 }
 
 // TestWALMappedCut: the WAL a memtable rotation leaves behind, and every
-// WAL once the DB is closed, is exactly as long as its log, which ends in a
-// whole record: a mapped WAL's zero tail is cut off. Each WAL is read as it
+// WAL once the DB is closed, is exactly as long as its log and its END: a
+// mapped WAL's zero tail is cut off. Each WAL is read as it
 // is closed (it may be removed after).
 func TestWALMappedCut(t *testing.T) {
 	for _, mode := range walModes {
@@ -215,8 +215,9 @@ func TestWALMappedCut(t *testing.T) {
 			if len(closed) < 2 {
 				t.Fatalf("%d WALs closed, want the rotated one and the last one", len(closed))
 			}
-			if closed[0].size != firstLog {
-				t.Errorf("the WAL rotated out (%s) is %d bytes long, its log %d", closed[0].name, closed[0].size, firstLog)
+			// The rotation ended the WAL it left behind with an END.
+			if closed[0].size != firstLog+walEndSize {
+				t.Errorf("the WAL rotated out (%s) is %d bytes long, its log %d and its END %d", closed[0].name, closed[0].size, firstLog, walEndSize)
 			}
 			for _, c := range closed {
 				if c.err != nil {

@@ -15,8 +15,9 @@ import (
 // naming the file and an offset in it, and whatever it returned before
 // stopping at an offset is exactly what it reads from the file cut there.
 // The seeds are logs of both versions, whole, damaged, cut and extended;
-// logs whose LOG fragment is damaged; and logs holding imitated and
-// foreign-salted COMMITs.
+// logs whose LOG fragment is damaged; logs ended as a memtable rotation
+// ends a WAL, damaged before and in their END; and logs holding imitated
+// and foreign-salted COMMITs.
 func FuzzReader(f *testing.F) {
 	add := func(log []byte) {
 		f.Add(log)
@@ -49,6 +50,18 @@ func FuzzReader(f *testing.F) {
 			f.Add(damaged)
 			f.Add(damaged[:len(damaged)-30])
 		}
+	}
+	// Logs ended as the DB ends a WAL at a memtable rotation (EndClose):
+	// synced groups, then the END; with a bit flipped in the last record,
+	// in its COMMIT or in the END, and with zeros after the END.
+	for _, sizes := range [][]int{{100, 200, 10}, {100, 40000, 10}} {
+		ended := groupedLog(f, sizedRecords(sizes...), []int{1, 1, 1}, true, true)
+		for _, back := range []int{endSize + commitSize + 3, endSize + 3, endSize / 2} {
+			damaged := bytes.Clone(ended)
+			damaged[len(damaged)-back] ^= 4
+			f.Add(damaged)
+		}
+		f.Add(append(bytes.Clone(ended), make([]byte, 4096)...))
 	}
 	// A record holding a COMMIT sealed for the offset where it lands, with
 	// the log's salt (as only the Writer could make) and with another, the

@@ -39,17 +39,18 @@ func writeSample(t *testing.T, w *Writer) {
 }
 
 // writtenSample writes the sample log (writeSample) to the file "written"
-// of mem with a Writer that never maps, closes it and returns its bytes:
-// what a mapped log must read back as.
-func writtenSample(t *testing.T, mem *vfs.MemFS, salt uint64) []byte {
+// of mem with a Writer that never maps and returns its bytes, what a mapped
+// log must read back as, before and after EndClose.
+func writtenSample(t *testing.T, mem *vfs.MemFS, salt uint64) (open, ended []byte) {
 	t.Helper()
 	f, _ := mem.Create("written")
 	w := newWriter(f, salt)
 	writeSample(t, w)
-	if err := w.SyncClose(); err != nil {
+	open = fileBytes(t, mem, "written")
+	if err := w.EndClose(); err != nil {
 		t.Fatal(err)
 	}
-	return fileBytes(t, mem, "written")
+	return open, fileBytes(t, mem, "written")
 }
 
 func fileBytes(t *testing.T, fs vfs.FS, name string) []byte {
@@ -174,10 +175,10 @@ func (p plainFS) Create(name string) (vfs.File, error) {
 	return plainFile{f}, err
 }
 
-// TestMappedWriterCloseSyncsCut: SyncClose syncs the log and its cut with
-// one fsync, so that a power loss cannot leave zeros after a log that a
-// newer one follows (only the newest log may end torn); Close cuts without
-// an fsync, so a power loss may undo its cut.
+// TestMappedWriterCloseSyncsCut: EndClose syncs the log, then its end
+// marker and its cut with one fsync, so that a power loss leaves the log
+// whole, cut, with its end; Close cuts without an fsync, so a power loss
+// may undo its cut.
 func TestMappedWriterCloseSyncsCut(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -191,7 +192,7 @@ func TestMappedWriterCloseSyncsCut(t *testing.T) {
 			}
 			return w.Close()
 		}, []vfs.Op{vfs.OpWrite, vfs.OpSync, vfs.OpTruncate, vfs.OpClose}, false},
-		{"SyncClose", (*Writer).SyncClose, []vfs.Op{vfs.OpWrite, vfs.OpTruncate, vfs.OpSync, vfs.OpClose}, true},
+		{"EndClose", (*Writer).EndClose, []vfs.Op{vfs.OpWrite, vfs.OpSync, vfs.OpWrite, vfs.OpTruncate, vfs.OpSync, vfs.OpClose}, true},
 		{"Close unsynced", (*Writer).Close, []vfs.Op{vfs.OpTruncate, vfs.OpClose}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -348,7 +349,7 @@ func (f *refusingFile) Write(p []byte) (int, error) {
 func TestMappedWriterNotMappableFirstStore(t *testing.T) {
 	const salt = 0x5eed
 	mem := vfs.NewMem()
-	want := writtenSample(t, mem, salt)
+	want, ended := writtenSample(t, mem, salt)
 	f := newRefusingFile(t, mem, "log", 1, fmt.Errorf("log: %w: mmap: no such device", vfs.ErrNotMappable))
 	w := newWriter(f, salt)
 	w.m = f // as NewMappedWriter does
@@ -359,12 +360,12 @@ func TestMappedWriterNotMappableFirstStore(t *testing.T) {
 	if got := fileBytes(t, mem, "log"); !bytes.Equal(got, want) {
 		t.Fatalf("the log (%d bytes) differs from the one written without a mapping (%d bytes)", len(got), len(want))
 	}
-	if err := w.SyncClose(); err != nil {
+	if err := w.EndClose(); err != nil {
 		t.Fatal(err)
 	}
 	got := fileBytes(t, mem, "log")
-	if f.cuts != 0 || !bytes.Equal(got, want) {
-		t.Fatalf("after SyncClose: %d cuts, the log %d bytes; want no cut and the %d bytes written", f.cuts, len(got), len(want))
+	if f.cuts != 0 || !bytes.Equal(got, ended) {
+		t.Fatalf("after EndClose: %d cuts, the log %d bytes; want no cut and the %d bytes written", f.cuts, len(got), len(ended))
 	}
 	if recs, r := readLog(t, got); len(recs) != 204 || r.CutOff() {
 		t.Fatalf("read %d records, CutOff %v; want 204, nothing cut", len(recs), r.CutOff())
@@ -434,13 +435,13 @@ func TestMappedWriterRefusedLater(t *testing.T) {
 // mappings), at the first store or a later one, the Writer writes that
 // group and every later one with WriteAt at its offset, never trying the
 // mapping again; the file then holds, byte for byte, the log a Writer
-// that never mapped writes, followed by zeros until SyncClose cuts them
+// that never mapped writes, followed by zeros until EndClose cuts them
 // off. StoredSize counts only the groups stored before the refusal, and
 // MappingRefusals the refused log.
 func TestMappedWriterMappingRefused(t *testing.T) {
 	const salt = 0x5eed
 	mem := vfs.NewMem()
-	want := writtenSample(t, mem, salt)
+	want, ended := writtenSample(t, mem, salt)
 	for _, refuseAt := range []int{1, 4} {
 		t.Run(fmt.Sprintf("refused at store %d", refuseAt), func(t *testing.T) {
 			refusals := MappingRefusals()
@@ -461,12 +462,12 @@ func TestMappedWriterMappingRefused(t *testing.T) {
 			if len(got) < len(want) || !bytes.Equal(got[:len(want)], want) || !isZero(got[len(want):]) {
 				t.Fatalf("the open log (%d bytes) is not the written log (%d bytes) followed by zeros", len(got), len(want))
 			}
-			if err := w.SyncClose(); err != nil {
+			if err := w.EndClose(); err != nil {
 				t.Fatal(err)
 			}
 			got = fileBytes(t, mem, f.name)
-			if f.cuts != 1 || !bytes.Equal(got, want) {
-				t.Fatalf("after SyncClose: %d cuts, the log %d bytes; want one cut and the %d bytes written", f.cuts, len(got), len(want))
+			if f.cuts != 1 || !bytes.Equal(got, ended) {
+				t.Fatalf("after EndClose: %d cuts, the log %d bytes; want one cut and the %d bytes written", f.cuts, len(got), len(ended))
 			}
 			if recs, r := readLog(t, got); len(recs) != 204 || r.CutOff() {
 				t.Fatalf("read %d records, CutOff %v; want 204, nothing cut", len(recs), r.CutOff())

@@ -71,9 +71,12 @@ func TestMappedWriterOSMatchesWritten(t *testing.T) {
 		t.Fatalf("the open mapped log (%d bytes) is not the written log (%d bytes) followed by zeros", len(got), len(want))
 	}
 	for _, w := range []*Writer{written, mapped} {
-		if err := w.SyncClose(); err != nil {
+		if err := w.EndClose(); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if want, err = os.ReadFile(filepath.Join(dir, "written")); err != nil {
+		t.Fatal(err)
 	}
 	got, err = os.ReadFile(filepath.Join(dir, "mapped"))
 	if err != nil {

@@ -711,3 +711,37 @@ func TestImitatedCommitIsNoClaim(t *testing.T) {
 		})
 	}
 }
+
+// TestEndedLogFlips: in a log ended with MarkEnd after synced groups, as
+// the DB ends a WAL at a memtable rotation, every single-bit flip before
+// the END is corruption, at or before the flipped byte, since the END
+// claims every byte before it; a flip in the END is a torn tail that keeps
+// every record. Nothing reads as a torn tail that loses a record. The log
+// spans two blocks, with a record in two fragments; every bit of its first
+// 64 and last 160 bytes (the last group, of two records, and the END) is
+// flipped, and one bit of every 97th byte between.
+func TestEndedLogFlips(t *testing.T) {
+	records := sizedRecords(100, 40000, 10, 0, 30)
+	log := groupedLog(t, records, []int{1, 1, 1, 2}, true, true)
+	end := len(log) - endSize
+	for i := range len(log) * 8 {
+		if i/8 >= 64 && i/8 < len(log)-160 && (i/8%97 != 0 || i%8 != i/8/97%8) {
+			continue
+		}
+		b := bytes.Clone(log)
+		b[i/8] ^= 1 << (i % 8)
+		res := read(t, bytes.NewReader(b))
+		var ce *base.CorruptionError
+		switch {
+		case i/8 >= end:
+			if res.err != io.EOF || !res.torn || res.ended {
+				t.Fatalf("bit %d of the END flipped: ended with %v, torn %v, Ended %v; want a torn tail", i, res.err, res.torn, res.ended)
+			}
+			checkRecords(t, fmt.Sprintf("bit %d of the END flipped", i), res.records, records)
+		case !errors.As(res.err, &ce):
+			t.Fatalf("bit %d of byte %d (before the END at %d) flipped: ended with %v after %d records, want corruption", i%8, i/8, end, res.err, len(res.records))
+		case ce.Offset > int64(i/8):
+			t.Fatalf("bit %d of byte %d flipped: corruption at offset %d, after it", i%8, i/8, ce.Offset)
+		}
+	}
+}

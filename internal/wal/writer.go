@@ -93,8 +93,10 @@
 // carry is 32761 bytes.
 //
 // A log closed cleanly ends with an END fragment (23 bytes), written by
-// MarkEnd after a Sync and synced itself: it claims every byte before it as
-// durable. Nothing follows it.
+// MarkEnd once a Sync covers every byte before it, and synced itself: it
+// claims every byte before it as durable. Nothing follows it. The DB ends
+// every WAL this way before it creates the next one (EndClose), and at
+// Close; version 2 logs written before that rule end a WAL only at Close.
 //
 // For example, a group of records of 100 and 40000 bytes written to a new
 // log lays out as
@@ -133,7 +135,10 @@
 // claim that survives, synced or not, is cut off: if a Sync covered them,
 // nothing written after that Sync survived to say so, and the damage looks
 // like a torn write. With claims repeated once a page (see above), that is
-// damage to the last page a claim reached, or to anything after it.
+// damage to the last page a claim reached, or to anything after it. A log
+// that ends in an END has no such tail: the END claims every byte before
+// it, so damage anywhere before it is corruption, and damage to the END
+// itself reads as a torn tail that cuts off the END and nothing else.
 //
 // Random bytes at a given offset pass as a sealed COMMIT or END only if
 // their type and length bytes are right (2 of 2^24 values), their checksum
@@ -365,13 +370,20 @@ func (w *Writer) WriteGroup(recs [][]byte, syncNext bool) error {
 	return w.writeGroup(b, syncNext)
 }
 
-// MarkEnd syncs the log, appends an end marker that claims every byte before
-// it as durable, and syncs again, so that a reader knows the log was closed
-// cleanly and that damage anywhere in it is not a torn write. Nothing may be
-// written after it; Close still closes the file.
+// MarkEnd syncs the log (unless the last Sync covered all of it), appends
+// an end marker that claims every byte before it as durable, and syncs
+// again, cutting a mapped log's allocated tail first so that the same fsync
+// makes the log's final length durable. A reader then knows the log was
+// closed cleanly, and that damage anywhere in it is no torn write. Nothing
+// may be written after it; Close still closes the file.
 func (w *Writer) MarkEnd() error {
-	if err := w.Sync(); err != nil {
-		return err
+	if w.err == nil && w.synced < w.size {
+		if err := w.Sync(); err != nil {
+			return err
+		}
+	}
+	if w.err != nil {
+		return w.err
 	}
 	b, off := w.appendFragment(w.begin(w.buf[:0]), typeEnd, endSize-headerSize)
 	b = binary.LittleEndian.AppendUint64(b, uint64(off))
@@ -380,7 +392,7 @@ func (w *Writer) MarkEnd() error {
 	if err := w.write(b); err != nil {
 		return err
 	}
-	if err := w.Sync(); err != nil {
+	if err := w.sync(true); err != nil {
 		return err
 	}
 	w.err = errEnded
@@ -521,7 +533,7 @@ type writeback struct {
 // startWriteback, once writebackStep more bytes have been written (or
 // stored through the mapping), asks for them to be written to the device
 // without waiting (vfs.WritebackStarter), so that the device takes the log
-// as it grows and the Sync that closes it (SyncClose, at every memtable
+// as it grows and the Sync that ends it (EndClose, at every memtable
 // rotation, even under NoSync) finds less left to write. The request goes
 // to the writeback's goroutine, since starting a writeback blocks while the
 // device is busy; it waits there in a queue of one, and while that is full
@@ -632,7 +644,7 @@ func fragmentType(first, last bool) byte {
 // Sync makes every record written so far durable. If records follow the
 // last COMMIT, it first writes a COMMIT for them, so that a synced log ends
 // in a COMMIT: recovery takes a log that ends inside a group for one whose
-// last write was torn, which only the newest log may be.
+// last write was torn, which only the newest log with bytes may be.
 func (w *Writer) Sync() error { return w.sync(false) }
 
 // sync is Sync; with cut set, a mapped log is cut to its end (see Close)
@@ -685,10 +697,10 @@ func (w *Writer) Size() int64 { return w.size }
 // method returns an error.
 //
 // A mapped log is first cut to its end, so that the file holds the log and
-// nothing more. The cut is not synced either: a log that a newer one will
-// follow must be closed with SyncClose, since only the newest log may end
-// torn and a power loss can undo an unsynced cut, bringing back zeros. (A
-// log closed after MarkEnd needs no more: a reader stops at its END.)
+// nothing more. The cut is not synced either: a power loss can undo it,
+// bringing back zeros. A log that a newer one will follow must be closed
+// with EndClose, whose MarkEnd syncs the cut with the end marker. (MarkEnd
+// has already cut the log.)
 func (w *Writer) Close() error {
 	if w.err == errClosed {
 		return errClosed
@@ -705,11 +717,13 @@ func (w *Writer) Close() error {
 	return err
 }
 
-// SyncClose makes every record durable and closes the log, as Sync and
-// then Close do, and makes a mapped log's cut durable with the same fsync:
-// the way to close a log that a newer one will follow.
-func (w *Writer) SyncClose() error {
-	if err := w.sync(true); err != nil {
+// EndClose marks the log's end (MarkEnd) and closes it: the way to close a
+// log that a newer one will follow. Once a newer log exists, a reader can
+// no longer tell a torn tail from damage by the log's place (only the
+// newest log with bytes may end torn, and a power loss can leave a newer
+// log empty): the end marker tells it.
+func (w *Writer) EndClose() error {
+	if err := w.MarkEnd(); err != nil {
 		w.Close()
 		return err
 	}

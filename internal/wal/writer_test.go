@@ -233,8 +233,24 @@ func TestMarkEnd(t *testing.T) {
 	// A failed first sync writes no END.
 	f = &memFile{failSync: errors.New("disk on fire")}
 	w = NewWriter(f)
-	if err := w.MarkEnd(); err == nil || f.writes != 0 {
-		t.Fatalf("MarkEnd() = %v after %d writes, want an error and none", err, f.writes)
+	if _, err := w.WriteRecord([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.MarkEnd(); err == nil || f.writes != 1 {
+		t.Fatalf("MarkEnd() = %v after %d writes, want an error and only the record's", err, f.writes)
+	}
+
+	// A log the last Sync covered whole needs no sync before its END.
+	f = &memFile{}
+	w = NewWriter(f)
+	if _, err := w.WriteRecord([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.MarkEnd(); err != nil || f.syncs != 2 || f.writes != 2 {
+		t.Fatalf("MarkEnd() = %v; %d syncs, %d writes in all, want 2 and 2", err, f.syncs, f.writes)
 	}
 }
 
