@@ -80,9 +80,10 @@ import (
 )
 
 // usage is what kvsh -h prints, and kvsh prints after a usage error.
-const usage = `usage: kvsh [-c COMMANDS] [-e] [-readonly] [-mem] [DIR]   open the store in DIR (default ./shale-data) and run commands
-       kvsh check DIR     verify the closed store in DIR
-       kvsh repair DIR    rebuild the closed store in DIR from its intact records
+const usage = `usage: kvsh [-c COMMANDS] [-e] [-readonly] [-mem] [DIR]
+                         open the store in DIR (default ./shale-data) and run commands
+       kvsh check DIR    verify the closed store in DIR
+       kvsh repair DIR   rebuild the closed store in DIR from its intact records
 
 DIR is created if it does not exist or is empty; a directory holding other
 files and no store is refused.
