@@ -44,8 +44,8 @@ type EventListener struct {
 	// TableDeleted is called when a table file the DB wrote or found is
 	// removed, or its removal fails (Err set).
 	TableDeleted func(TableDeleteInfo)
-	// WALCreated is called when a new WAL file is created (at Open, and
-	// each time a full memtable is replaced).
+	// WALCreated is called when a new WAL file is created: at Open, each
+	// time the memtable is replaced (full, or by Flush), and by Repair.
 	WALCreated func(WALCreateInfo)
 	// WALDeleted is called when a WAL whose writes are all in tables is
 	// removed, or its removal fails (Err set).

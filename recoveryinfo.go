@@ -2,7 +2,8 @@ package shale
 
 // RecoveryInfo says what Open found in the write-ahead logs: the writes
 // acknowledged since the last flush, which no table held yet and which Open
-// replayed into a new table before it returned.
+// replayed into a new table before it returned (or, opened read-only, into
+// the memtable it reads from, writing nothing).
 type RecoveryInfo struct {
 	// WALs is the number of WAL files that held a batch.
 	WALs int
@@ -16,8 +17,9 @@ type RecoveryInfo struct {
 	LastSeqNum uint64
 	// TornTail is set when the newest WAL ended in a record that a crash
 	// interrupted, which Open cut off at offset TornTailAt of that WAL
-	// (the records before it were replayed). It is not set for a WAL
-	// that ends in whole records or in zeros allocated ahead of it.
+	// (the records before it were replayed; a read-only Open leaves the
+	// bytes in the file and reads past none of them). It is not set for a
+	// WAL that ends in whole records or in zeros allocated ahead of it.
 	TornTail   bool
 	TornTailAt int64
 }

@@ -124,17 +124,18 @@ func cmdTree(sh *shell, _ []string, _ map[string]string) error {
 func cmdShape(sh *shell, _ []string, opts map[string]string) error {
 	o := sh.opts
 	for _, f := range []struct {
-		name string
-		set  func(int)
-		lo   int
+		name  string
+		set   func(int)
+		lo    int
+		parse func(what, s string, lo int) (int, error)
 	}{
-		{"memtable", func(n int) { o.MemTableSize = n }, 1 << 10},
-		{"lbase", func(n int) { o.LBaseMaxBytes = int64(n) }, 1 << 10},
-		{"filesize", func(n int) { o.TargetFileSize = int64(n) }, 1 << 10},
-		{"l0", func(n int) { o.L0CompactionThreshold = n; o.L0StopWritesThreshold = 0; o.L0SlowdownWritesThreshold = 0 }, 2},
+		{"memtable", func(n int) { o.MemTableSize = n }, 1 << 10, parseSize},
+		{"lbase", func(n int) { o.LBaseMaxBytes = int64(n) }, 1 << 10, parseSize},
+		{"filesize", func(n int) { o.TargetFileSize = int64(n) }, 1 << 10, parseSize},
+		{"l0", func(n int) { o.L0CompactionThreshold = n; o.L0StopWritesThreshold = 0; o.L0SlowdownWritesThreshold = 0 }, 2, parseInt},
 	} {
 		if s, ok := opts[f.name]; ok {
-			n, err := parseInt(f.name, s, f.lo)
+			n, err := f.parse(f.name, s, f.lo)
 			if err != nil {
 				return err
 			}

@@ -32,7 +32,8 @@
 //	-mem         open the store named DIR on a new in-memory file system,
 //	             gone when kvsh ends; only there kvsh also takes crash,
 //	             powerloss, damage and ls, which crash the process, cut the
-//	             power and flip bits under the store
+//	             power and flip bits under the store; with -readonly it is a
+//	             usage error (a new file system holds no store)
 //	-h, --help   print this usage and exit, creating nothing
 //
 // On a terminal, without -c, kvsh edits lines, completes command names with
@@ -130,6 +131,10 @@ func kvsh(args []string, stdin io.Reader, stdout, stderr io.Writer, terminal boo
 			return exitOK
 		}
 		fmt.Fprint(stderr, usage) // after the flag package's error line
+		return exitUsage
+	}
+	if *readOnly && *mem {
+		fmt.Fprintln(stderr, "kvsh: -readonly with -mem: the in-memory file system starts empty, with no store to open read-only")
 		return exitUsage
 	}
 	hasCommands := false

@@ -355,7 +355,7 @@ func init() {
 		{name: "checkpoint", args: "DIR", summary: "write a consistent copy of the store into DIR, a new or empty directory", min: 1, max: 1, run: cmdCheckpoint,
 			detail: "The store goes on taking writes meanwhile. The copy holds every write made before the command, and opens as a store of its own (open DIR, or kvsh DIR), which check passes; nothing in it changes when this store does. Its tables are hard links to this store's where the file system allows, copies otherwise. Copy DIR anywhere to keep it as a backup; open it to restore."},
 		{name: "shape", args: "[memtable=B] [lbase=B] [filesize=B] [l0=N]", summary: "reopen the store with a tree shaped small enough to watch grow: memtable, base level and table sizes, L0 tables per compaction", options: []string{"memtable", "lbase", "filesize", "l0"}, run: cmdShape,
-			detail: "Options.MemTableSize, LBaseMaxBytes, TargetFileSize and L0CompactionThreshold, in bytes (at least 1024) and tables. With no option, prints them."},
+			detail: "Options.MemTableSize, LBaseMaxBytes, TargetFileSize and L0CompactionThreshold: sizes of at least 1 KiB (65536, 64KiB), and tables. With no option, prints them."},
 		{name: "grow", args: "N [step=1000]", summary: "write N random keys, flushing every step keys and waiting for the compactions each flush starts", min: 1, max: 1, options: []string{"step"}, run: cmdGrow,
 			detail: "Keys and values as load's (16 and 100 bytes). Waiting makes the tree the same in every session that uses the same seed, whatever the timing of the background work. Needs autocompact on."},
 		{name: "tree", summary: "print each level's tables, entries, size, target and bytes written, the write amplification and the last sequence number", inBatch: true, run: cmdTree},
