@@ -34,9 +34,12 @@ import (
 // checkpoint took, and nothing else. Every file and dir are synced before
 // CURRENT is written, last, so a power loss during Checkpoint leaves a
 // directory that Open and Check refuse (it holds tables or WALs but no
-// CURRENT), or nothing of the checkpoint at all, never a store missing some
-// of it. On an error Checkpoint removes what it wrote, and dir if it made
-// it.
+// CURRENT), or nothing of the checkpoint but names a read-write Open takes
+// for the leftovers of a first Open that failed (a MANIFEST alone: it
+// starts an empty store there), never a store missing some of the
+// checkpoint. Check refuses all of these: only a directory for which
+// Checkpoint returned nil, or that Check passes, is a checkpoint. On an
+// error Checkpoint removes what it wrote, and dir if it made it.
 //
 // A checkpoint is a backup once copied elsewhere: copy the directory
 // anywhere (its files are immutable from the moment Checkpoint returns),
