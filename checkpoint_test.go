@@ -70,16 +70,7 @@ func (w *ckptWriter) run(db *DB, stop <-chan struct{}) error {
 		default:
 		}
 		b := &Batch{}
-		for _, op := range ops {
-			switch {
-			case op.end != "":
-				b.DeleteRange([]byte(op.key), []byte(op.end))
-			case op.val == nil:
-				b.Delete([]byte(op.key))
-			default:
-				b.Put([]byte(op.key), []byte(*op.val))
-			}
-		}
+		addOps(b, ops)
 		w.begun.Store(int64(i + 1))
 		if err := db.Apply(b); err != nil {
 			return err

@@ -289,14 +289,7 @@ func TestEventsWriteStall(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			efs := vfs.NewErrorFS(mem)
-			release := make(chan struct{})
-			efs.SetInjector(func(op vfs.Op, path string) error {
-				if op == vfs.OpCreate && strings.HasSuffix(path, ".sst") {
-					<-release
-				}
-				return nil
-			})
+			efs, release := holdFlushes(mem)
 			ev := newFileEvents(t, efs)
 			ev.stalled = make(chan string, 1)
 			opts := c.opts

@@ -70,6 +70,21 @@ func wantOpenCorruption(t *testing.T, fs vfs.FS, files ...string) {
 	}
 }
 
+// holdFlushes wraps mem in an ErrorFS that holds every table's creation
+// until release is closed, so that each full memtable keeps its WAL. A test
+// that fails before the release leaves the flush held, and its store open.
+func holdFlushes(mem *vfs.MemFS) (efs *vfs.ErrorFS, release chan struct{}) {
+	efs = vfs.NewErrorFS(mem)
+	release = make(chan struct{})
+	efs.SetInjector(func(op vfs.Op, path string) error {
+		if op == vfs.OpCreate && strings.HasSuffix(path, ".sst") {
+			<-release
+		}
+		return nil
+	})
+	return efs, release
+}
+
 // wantData checks that db maps each key of want to its value ("" for absent).
 func wantData(t *testing.T, db *DB, want map[string]string) {
 	t.Helper()
@@ -426,18 +441,9 @@ func TestMissingWAL(t *testing.T) {
 		wantOpenCorruption(t, c, log)
 	})
 	t.Run("in the middle", func(t *testing.T) {
-		// Hold every flush at its table's creation, so that each full
-		// memtable keeps its WAL: one WAL per Put. A test that fails
-		// before the release leaves the flush held, and its store open.
+		// Flushes held: one WAL per Put.
 		mem := vfs.NewMem()
-		efs := vfs.NewErrorFS(mem)
-		release := make(chan struct{})
-		efs.SetInjector(func(op vfs.Op, path string) error {
-			if op == vfs.OpCreate && strings.HasSuffix(path, ".sst") {
-				<-release
-			}
-			return nil
-		})
+		efs, release := holdFlushes(mem)
 		db := mustOpen(t, "db", &Options{FS: efs, MemTableSize: 1, MaxImmutableMemTables: 8})
 		putN(t, db, 0, 4, "v")
 		c := mem.CrashClone()
@@ -471,14 +477,7 @@ func TestMissingWAL(t *testing.T) {
 // WAL with records, and Open succeeded without k0000-k0002.
 func TestEmptiedFirstWAL(t *testing.T) {
 	mem := vfs.NewMem()
-	efs := vfs.NewErrorFS(mem)
-	release := make(chan struct{})
-	efs.SetInjector(func(op vfs.Op, path string) error {
-		if op == vfs.OpCreate && strings.HasSuffix(path, ".sst") {
-			<-release // a test that fails before the release leaves its store open
-		}
-		return nil
-	})
+	efs, release := holdFlushes(mem)
 	// A Put adds 102 bytes to the memtable: the fourth finds it full.
 	db := mustOpen(t, "db", &Options{FS: efs, MemTableSize: 300, MaxImmutableMemTables: 8})
 	for i := range 12 {

@@ -132,6 +132,20 @@ func genWorkload(seed uint64, n int) []step {
 	return steps
 }
 
+// addOps adds a write's ops to b.
+func addOps(b *Batch, ops []kv) {
+	for _, op := range ops {
+		switch {
+		case op.end != "":
+			b.DeleteRange([]byte(op.key), []byte(op.end))
+		case op.val == nil:
+			b.Delete([]byte(op.key))
+		default:
+			b.Put([]byte(op.key), []byte(*op.val))
+		}
+	}
+}
+
 // state is the content of a store.
 type state map[string]string
 
@@ -373,16 +387,7 @@ func (r *runner) run(s step) error {
 		for i, ops := range s.writes {
 			wg.Go(func() {
 				b := r.db.NewBatch()
-				for _, op := range ops {
-					switch {
-					case op.end != "":
-						b.DeleteRange([]byte(op.key), []byte(op.end))
-					case op.val == nil:
-						b.Delete([]byte(op.key))
-					default:
-						b.Put([]byte(op.key), []byte(*op.val))
-					}
-				}
+				addOps(b, ops)
 				errs[i] = r.db.Apply(b)
 			})
 		}
