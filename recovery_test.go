@@ -442,28 +442,12 @@ func TestMissingWAL(t *testing.T) {
 	})
 	t.Run("in the middle", func(t *testing.T) {
 		// Flushes held: one WAL per Put.
-		mem := vfs.NewMem()
-		efs, release := holdFlushes(mem)
-		db := mustOpen(t, "db", &Options{FS: efs, MemTableSize: 1, MaxImmutableMemTables: 8})
-		putN(t, db, 0, 4, "v")
-		c := mem.CrashClone()
-		close(release)
-		db.Close()
-		logs := filesOf(t, c, "db", fileTypeLog)
-		if len(logs) != 4 {
-			t.Fatalf("want 4 WALs, got %v", logs)
-		}
-		if err := Check("db", &Options{FS: c}); err != nil {
-			t.Fatalf("Check of the store before a WAL is removed: %v", err)
-		}
+		c, logs := heldWALsImage(t, 1, 4)
 		if err := c.Remove(logs[1]); err != nil {
 			t.Fatal(err)
 		}
 		wantOpenCorruption(t, c, logs[2])
-		err := Check("db", &Options{FS: c})
-		if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), filepath.Base(logs[2])) {
-			t.Fatalf("Check with %s missing: %v, want ErrCorruption naming %s", filepath.Base(logs[1]), err, filepath.Base(logs[2]))
-		}
+		wantCheckCorruption(t, c, logs[2])
 	})
 }
 
@@ -476,11 +460,23 @@ func TestMissingWAL(t *testing.T) {
 // sequence number 4). Before, they ran the continuity check only from a
 // WAL with records, and Open succeeded without k0000-k0002.
 func TestEmptiedFirstWAL(t *testing.T) {
+	// A Put adds 102 bytes to the memtable: the fourth finds it full.
+	c, logs := heldWALsImage(t, 300, 12)
+	writeFile(t, c, logs[0], nil)
+	wantOpenCorruption(t, c, logs[0])
+	wantCheckCorruption(t, c, logs[0])
+}
+
+// heldWALsImage writes puts synced Puts k0000, k0001, ... to a store of
+// memtables of memTableSize bytes whose flushes are held, so that every
+// full memtable keeps its WAL, and returns a power-loss image of it, which
+// must hold four WALs (returned, oldest first) and pass Check.
+func heldWALsImage(t *testing.T, memTableSize, puts int) (*vfs.MemFS, []string) {
+	t.Helper()
 	mem := vfs.NewMem()
 	efs, release := holdFlushes(mem)
-	// A Put adds 102 bytes to the memtable: the fourth finds it full.
-	db := mustOpen(t, "db", &Options{FS: efs, MemTableSize: 300, MaxImmutableMemTables: 8})
-	for i := range 12 {
+	db := mustOpen(t, "db", &Options{FS: efs, MemTableSize: memTableSize, MaxImmutableMemTables: 8})
+	for i := range puts {
 		if err := db.Put(fmt.Appendf(nil, "k%04d", i), []byte("v")); err != nil {
 			t.Fatal(err)
 		}
@@ -495,11 +491,16 @@ func TestEmptiedFirstWAL(t *testing.T) {
 	if err := Check("db", &Options{FS: c}); err != nil {
 		t.Fatalf("Check of the power-loss image: %v", err)
 	}
-	writeFile(t, c, logs[0], nil)
-	wantOpenCorruption(t, c, logs[0])
-	err := Check("db", &Options{FS: c})
-	if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), filepath.Base(logs[0])) {
-		t.Fatalf("Check with %s emptied: %v, want ErrCorruption naming it", filepath.Base(logs[0]), err)
+	return c, logs
+}
+
+// wantCheckCorruption checks that Check of the store db in fs returns
+// ErrCorruption naming file.
+func wantCheckCorruption(t *testing.T, fs vfs.FS, file string) {
+	t.Helper()
+	err := Check("db", &Options{FS: fs})
+	if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), filepath.Base(file)) {
+		t.Fatalf("Check: %v, want ErrCorruption naming %s", err, filepath.Base(file))
 	}
 }
 
