@@ -58,15 +58,13 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	// Refuse before anything is created; recover checks again under the
 	// lock, in case another process made or removed a store meanwhile.
-	if o.ReadOnly || o.ErrorIfNotExists || o.ErrorIfExists {
-		_, err := db.fs.Stat(db.fileName(fileTypeCurrent, 0))
-		exists := err == nil
-		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			err = db.checkStoreExists(exists)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("shale: open %s: %w", dir, err)
-		}
+	_, err := db.fs.Stat(db.fileName(fileTypeCurrent, 0))
+	exists := err == nil
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		err = db.checkStoreExists(exists)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("shale: open %s: %w", dir, err)
 	}
 	if !o.ReadOnly {
 		if err := db.makeDir(dir); err != nil {
@@ -113,18 +111,21 @@ func Open(dir string, opts *Options) (*DB, error) {
 // checkStoreExists applies Options.ErrorIfNotExists, ErrorIfExists and
 // ReadOnly's need of a store, given whether the directory holds one (a
 // CURRENT file). A directory without CURRENT that holds a store's tables
-// or WALs is a store that lost its CURRENT: that is the corruption error
-// failedCreate returns, not "no store here".
+// or WALs is a store that lost its CURRENT, in every mode: that is the
+// corruption error failedCreate returns, not "no store here".
 func (db *DB) checkStoreExists(exists bool) error {
-	switch {
-	case exists && db.opts.ErrorIfExists:
-		return fmt.Errorf("a store is here, and Options.ErrorIfExists is set: %w", fs.ErrExist)
-	case !exists && (db.opts.ReadOnly || db.opts.ErrorIfNotExists):
-		if names, err := db.fs.List(db.dir); err == nil {
-			if _, err := db.failedCreate(names); err != nil {
-				return err
-			}
+	if exists {
+		if db.opts.ErrorIfExists {
+			return fmt.Errorf("a store is here, and Options.ErrorIfExists is set: %w", fs.ErrExist)
 		}
+		return nil
+	}
+	if names, err := db.fs.List(db.dir); err == nil {
+		if _, err := db.failedCreate(names); err != nil {
+			return err
+		}
+	}
+	if db.opts.ReadOnly || db.opts.ErrorIfNotExists {
 		return fmt.Errorf("no store here (no CURRENT file), and a read-only open or Options.ErrorIfNotExists creates none: %w", fs.ErrNotExist)
 	}
 	return nil

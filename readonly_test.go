@@ -357,18 +357,23 @@ func TestOpenExistenceOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A store that lost its CURRENT is reported as damaged, not as absent.
+	// A store that lost its CURRENT is reported as damaged, not as absent,
+	// in every mode, before anything (a LOCK file) is created.
 	if err := mem.MkdirAll("lost", 0o755); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, mem, "lost/000004.sst", []byte("a table"))
-	for _, o := range []Options{{ErrorIfNotExists: true}, {ReadOnly: true}} {
+	for _, o := range []Options{{}, {ErrorIfNotExists: true}, {ErrorIfExists: true}, {ReadOnly: true}} {
 		o.FS = mem
-		if db, err := Open("lost", &o); !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), "000004.sst") {
+		db, err := Open("lost", &o)
+		if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), "000004.sst") || !strings.HasPrefix(err.Error(), "shale: open lost: ") {
 			if err == nil {
 				db.Close()
 			}
-			t.Fatalf("Open of a store without CURRENT, ReadOnly %v: %v, want corruption naming its table", o.ReadOnly, err)
+			t.Fatalf("Open of a store without CURRENT, %+v: %v, want corruption naming its table", o, err)
+		}
+		if names, err := mem.List("lost"); err != nil || len(names) != 1 {
+			t.Fatalf("a refused Open of a store without CURRENT (%+v) left %v, %v", o, names, err)
 		}
 	}
 
