@@ -302,6 +302,9 @@ func cmdDamage(sh *shell, args []string, _ map[string]string) error {
 	if off < 0 {
 		off += int64(len(data))
 	}
+	if len(data) == 0 {
+		return fmt.Errorf("%s is empty: no byte to damage (%s is closed; the next command opens it)", name, sh.dir)
+	}
 	if off < 0 || off >= int64(len(data)) {
 		return fmt.Errorf("OFFSET: %s holds %s, from offset 0 to %d (%s is closed; the next command opens it)", name, plural(len(data), "byte"), len(data)-1, sh.dir)
 	}
