@@ -31,7 +31,8 @@ import (
 // (dir on another device). The WALs that hold writes no table holds yet are
 // copied, record by record, up to the last write the checkpoint includes,
 // and end in an end marker; a new MANIFEST describes the version the
-// checkpoint took, and nothing else. Every file and dir are synced before
+// checkpoint took, and nothing else; an empty LOCK file lets read-only
+// opens of the checkpoint lock it. Every file and dir are synced before
 // CURRENT is written, last, so a power loss during Checkpoint leaves a
 // directory that Open and Check refuse (it holds tables or WALs but no
 // CURRENT), or nothing of the checkpoint but names a read-write Open takes
@@ -160,6 +161,15 @@ func (db *DB) checkpoint(dir string) (err error) {
 		return err
 	}
 	if err := w.Close(); err != nil {
+		return err
+	}
+	// An empty LOCK file, as Open makes, so that read-only opens of the
+	// checkpoint lock it (see Options.ReadOnly on a store without one).
+	lock, err := db.fs.Create(path(fileTypeLock, 0))
+	if err != nil {
+		return err
+	}
+	if err := lock.Close(); err != nil {
 		return err
 	}
 	// Every file's entry is made durable before CURRENT is written, so that

@@ -774,6 +774,20 @@ func TestCheckpointOSFS(t *testing.T) {
 	if tables == 0 {
 		t.Fatal("the checkpoint holds no table; the store was to flush several")
 	}
+	// The checkpoint has its LOCK file: a read-only open of it locks it.
+	ro, err := Open(ckpt, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rw, err := Open(ckpt, nil); !errors.Is(err, vfs.ErrLocked) {
+		if err == nil {
+			rw.Close()
+		}
+		t.Errorf("a read-write open beside a read-only open of the checkpoint: %v, want vfs.ErrLocked", err)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if err := Check(ckpt, nil); err != nil {
 		t.Fatal(err)
 	}
