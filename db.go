@@ -673,6 +673,9 @@ type dbStats struct {
 	// deleteOnlyCompactions counts the edits that dropped tables a range
 	// tombstone deletes wholly, without reading them.
 	deleteOnlyCompactions atomic.Int64
+	// ingests counts the Ingests that added tables, ingestedBytes the
+	// bytes of those tables.
+	ingests, ingestedBytes atomic.Int64
 	// levelBytesWritten counts, per level, the bytes of the tables written
 	// into it: flushes for L0, compaction outputs below (a trivial move
 	// writes nothing).
