@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shale-db/shale/internal/base"
+	"github.com/shale-db/shale/internal/sstable"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -369,4 +371,212 @@ func runIngestModel(t *testing.T, seed uint64, ops int, compactions bool) {
 		t.Fatal(err)
 	}
 	checkScan(t, db, model, nil, nil, false)
+}
+
+// storeState is what a store holds on disk: every file of its directory
+// and its bytes.
+func storeState(t *testing.T, fs vfs.FS, dir string) map[string]string {
+	t.Helper()
+	names, err := fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := map[string]string{}
+	for _, name := range names {
+		if name == "LOCK" {
+			continue
+		}
+		state[name] = string(readFile(t, fs, fs.PathJoin(dir, name)))
+	}
+	return state
+}
+
+// TestIngestRefuses gives Ingest bad input, each case beside a good table,
+// and checks that it is refused with an error naming the file (matching
+// ErrCorruption for damage) and that the store's files and contents are as
+// they were.
+func TestIngestRefuses(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs}
+	good := []tableOp{{key: "g1", value: "new"}, {key: "g2", value: "new"}}
+	writeTable(t, opts, "good.sst", good...)
+	wholeTable := func(name string) []byte {
+		writeTable(t, opts, name, tableOp{key: "x1", value: strings.Repeat("v", 100)}, tableOp{key: "x2", value: "2"})
+		return readFile(t, fs, name)
+	}
+	cases := []struct {
+		name    string
+		make    func() string // writes the bad file, returns its path
+		corrupt bool          // the error must match ErrCorruption
+		want    string        // in the error, besides the path
+	}{
+		{name: "missing", make: func() string { return "missing.sst" }, want: "not exist"},
+		{name: "a directory", make: func() string {
+			if err := fs.MkdirAll("adir", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return "adir"
+		}, want: "directory"},
+		{name: "empty file", make: func() string { writeFile(t, fs, "empty.sst", nil); return "empty.sst" }, corrupt: true},
+		{name: "foreign file", make: func() string {
+			writeFile(t, fs, "notes.txt", []byte(strings.Repeat("not a table at all\n", 20)))
+			return "notes.txt"
+		}, corrupt: true},
+		{name: "data block damaged", make: func() string {
+			b := wholeTable("damaged.sst")
+			b[20] ^= 0x10
+			writeFile(t, fs, "damaged.sst", b)
+			return "damaged.sst"
+		}, corrupt: true, want: "checksum"},
+		{name: "cut short", make: func() string {
+			b := wholeTable("short.sst")
+			writeFile(t, fs, "short.sst", b[:len(b)-9])
+			return "short.sst"
+		}, corrupt: true},
+		{name: "footer damaged", make: func() string {
+			b := wholeTable("footer.sst")
+			b[len(b)-20] ^= 0x01
+			writeFile(t, fs, "footer.sst", b)
+			return "footer.sst"
+		}, corrupt: true},
+		{name: "a key twice", make: func() string {
+			// Set and Delete of one key at one sequence number are in
+			// internal-key order, which the table format allows and a
+			// TableWriter never writes.
+			f, err := fs.Create("twice.sst")
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := sstable.NewWriter(f, sstable.WriterOptions{})
+			for _, k := range []base.InternalKey{
+				base.MakeInternalKey([]byte("t"), tableWriterSeq, base.KindSet),
+				base.MakeInternalKey([]byte("t"), tableWriterSeq, base.KindDelete),
+			} {
+				if err := w.Add(k, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return "twice.sst"
+		}, corrupt: true, want: "strictly ascend"},
+		{name: "a store's own table", make: func() string {
+			other, err := Open("other", &Options{FS: fs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"s1", "s2", "s3"} {
+				if err := other.Put([]byte(k), []byte("v")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := other.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			num := other.Tables()[0][0].FileNum
+			if err := other.Close(); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, fs, "store.sst", readFile(t, fs, fs.PathJoin("other", baseFileName(fileTypeTable, num))))
+			return "store.sst"
+		}, want: "not a table that TableWriter wrote"},
+		{name: "overlapping the good table", make: func() string {
+			writeTable(t, opts, "overlap.sst", tableOp{key: "a", end: "g1x"})
+			return "overlap.sst"
+		}, want: "overlap"},
+	}
+
+	db, err := Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	model := map[string]string{}
+	for i := range 50 {
+		k := fmt.Sprintf("k%02d", i)
+		if err := db.Put([]byte(k), []byte("old")); err != nil {
+			t.Fatal(err)
+		}
+		model[k] = "old"
+		if i == 25 {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bad := c.make()
+			before := storeState(t, fs, "db")
+			flushes := db.Metrics().Flushes
+			for _, paths := range [][]string{{"good.sst", bad}, {bad, "good.sst"}} {
+				err := db.Ingest(paths)
+				t.Logf("Ingest(%q): %v", paths, err)
+				switch {
+				case err == nil:
+					t.Fatalf("Ingest(%q) = nil; want an error", paths)
+				case !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), c.want):
+					t.Errorf("Ingest(%q) = %v; want an error naming %s, with %q", paths, err, bad, c.want)
+				case c.corrupt != errors.Is(err, ErrCorruption):
+					t.Errorf("Ingest(%q) = %v; errors.Is(err, ErrCorruption) = %v, want %v", paths, err, !c.corrupt, c.corrupt)
+				}
+			}
+			if after := storeState(t, fs, "db"); !maps.Equal(before, after) {
+				t.Errorf("the store's files changed:\nbefore %v\nafter  %v", slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
+			}
+			if got := db.Metrics().Flushes; got != flushes {
+				t.Errorf("a refused Ingest flushed the memtable (%d flushes, %d before)", got, flushes)
+			}
+			checkScan(t, db, model, nil, nil, true)
+		})
+	}
+	// The store still takes writes and the good table.
+	if err := db.Ingest([]string{"good.sst"}); err != nil {
+		t.Fatal(err)
+	}
+	applyTableOps(model, good)
+	checkScan(t, db, model, nil, nil, true)
+	for _, p := range []string{"good.sst", "overlap.sst", "damaged.sst"} {
+		if _, err := fs.Stat(p); err != nil {
+			t.Errorf("the caller's %s: %v", p, err)
+		}
+	}
+}
+
+// TestIngestNoOp: no paths, or only empty tables, change nothing; a
+// read-only store refuses Ingest.
+func TestIngestNoOp(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs}
+	writeTable(t, opts, "empty.sst")
+	writeTable(t, opts, "one.sst", tableOp{key: "a", value: "1"})
+	db, err := Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put([]byte("b"), []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	for _, paths := range [][]string{nil, {}, {"empty.sst"}} {
+		if err := db.Ingest(paths); err != nil {
+			t.Fatalf("Ingest(%q) = %v", paths, err)
+		}
+	}
+	if m := db.Metrics(); m.Flushes != 0 || m.Ingests != 0 {
+		t.Errorf("no-op Ingests: %d flushes, %d ingests; want none", m.Flushes, m.Ingests)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open("db", &Options{FS: fs, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	for _, paths := range [][]string{nil, {"one.sst"}} {
+		if err := ro.Ingest(paths); !errors.Is(err, ErrReadOnly) {
+			t.Errorf("read-only Ingest(%q) = %v; want ErrReadOnly", paths, err)
+		}
+	}
 }
