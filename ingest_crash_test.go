@@ -24,7 +24,10 @@ func TestIngestCrash(t *testing.T) {
 func ingestCrashCampaign(t *testing.T, wal walMode) {
 	mem := vfs.NewMem()
 	efs := vfs.NewErrorFS(mem)
+	// No background compaction: the crash points are the Ingest's alone
+	// (the flush it waits for included).
 	opts := campaignOptions(efs, false, wal)
+	opts.DisableAutomaticCompactions = true
 	db, err := Open("db", opts)
 	if err != nil {
 		t.Fatal(err)

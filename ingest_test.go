@@ -580,3 +580,80 @@ func TestIngestNoOp(t *testing.T) {
 		}
 	}
 }
+
+// TestIngestConcurrent runs Ingests beside writers, readers and snapshots
+// (for the race detector): each Ingest's tables win over every write that
+// returned before it started, and a write that starts after it returned
+// wins over it.
+func TestIngestConcurrent(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs, MemTableSize: 16 << 10, L0CompactionThreshold: 2, TargetFileSize: 8 << 10}
+	db, err := Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	stop := make(chan struct{})
+	done := make(chan error, 2)
+	go func() { // a writer of keys no table holds
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if err := db.Put(fmt.Appendf(nil, "w%03d", i%500), fmt.Appendf(nil, "%d", i)); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	go func() { // a reader through snapshots
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			s := db.NewSnapshot()
+			a, errA := s.Get([]byte("t000"))
+			b, errB := s.Get([]byte("t000"))
+			s.Close()
+			if string(a) != string(b) || (errA == nil) != (errB == nil) {
+				done <- fmt.Errorf("a snapshot read t000 as %q (%v), then %q (%v)", a, errA, b, errB)
+				return
+			}
+		}
+	}()
+	for round := range 20 {
+		if err := db.Put([]byte("t000"), []byte("put-before")); err != nil {
+			t.Fatal(err)
+		}
+		path := fmt.Sprintf("t%d.sst", round)
+		var ops []tableOp
+		for i := range 50 {
+			ops = append(ops, tableOp{key: fmt.Sprintf("t%03d", i), value: fmt.Sprintf("round%d", round)})
+		}
+		writeTable(t, opts, path, ops...)
+		if err := db.Ingest([]string{path}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := db.Get([]byte("t000")); err != nil || string(got) != fmt.Sprintf("round%d", round) {
+			t.Fatalf("round %d: after Ingest, t000 = %q, %v; want the table's value", round, got, err)
+		}
+		if err := db.Put([]byte("t001"), []byte("put-after")); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := db.Get([]byte("t001")); err != nil || string(got) != "put-after" {
+			t.Fatalf("round %d: t001 = %q, %v; want the Put after the Ingest", round, got, err)
+		}
+	}
+	close(stop)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
