@@ -165,7 +165,9 @@ func notFromTableWriter(key []byte, seq base.SeqNum) error {
 // must follow on from the MANIFEST's last one and the Ingest's number is in
 // no WAL (see docs/design.md, "Ingest"). The tables are copied with that
 // number, then installed by one MANIFEST edit, which also records the
-// number as the last one; only then does it become visible.
+// number as the last one; the number becomes visible together with the
+// version that holds the tables (logAndApplyVisible), so that no snapshot
+// or checkpoint sees one without the other.
 func (db *DB) ingest(tables []*ingestTable) error {
 	start := time.Now()
 	db.mu.Lock()
@@ -220,11 +222,10 @@ func (db *DB) ingest(tables []*ingestTable) error {
 	db.mu.Lock()
 	db.lastSeq = seq
 	db.mu.Unlock()
-	if err := db.logAndApply(edit, added); err != nil {
+	if err := db.logAndApplyVisible(edit, added, seq); err != nil {
 		closeTables(added) // their files go at the next Open
 		return err
 	}
-	db.visibleSeq.Store(uint64(seq))
 	var bytes int64
 	for _, a := range edit.Added {
 		db.stats.levelBytesWritten[a.Level].Add(int64(a.Meta.Size))
