@@ -198,8 +198,9 @@ type memTable struct {
 	logNum uint64
 	// firstSeq is the sequence number of the first write the memtable
 	// takes (it takes every later one until the next rotation), set under
-	// db.mu when it becomes db.mem: a checkpoint reads its WAL only if a
-	// write it includes is there (see captureCheckpoint).
+	// db.mu when it becomes db.mem, and moved past an Ingest's number
+	// while it is empty (see logAndApplyVisible): a checkpoint reads its
+	// WAL only if a write it includes is there (see captureCheckpoint).
 	firstSeq base.SeqNum
 	refs     atomic.Int32
 	db       *DB

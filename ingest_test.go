@@ -581,10 +581,11 @@ func TestIngestNoOp(t *testing.T) {
 	}
 }
 
-// TestIngestConcurrent runs Ingests beside writers, readers and snapshots
-// (for the race detector): each Ingest's tables win over every write that
-// returned before it started, and a write that starts after it returned
-// wins over it.
+// TestIngestConcurrent runs Ingests beside a writer, a reader of
+// snapshots and checkpoints (for the race detector): each Ingest's tables
+// win over every write that returned before it started, a write that
+// starts after it returned wins over it, a snapshot never sees one arrive,
+// and every checkpoint passes Check.
 func TestIngestConcurrent(t *testing.T) {
 	fs := vfs.NewMem()
 	opts := &Options{FS: fs, MemTableSize: 16 << 10, L0CompactionThreshold: 2, TargetFileSize: 8 << 10}
@@ -594,7 +595,24 @@ func TestIngestConcurrent(t *testing.T) {
 	}
 	defer db.Close()
 	stop := make(chan struct{})
-	done := make(chan error, 2)
+	done := make(chan error, 3)
+	var checkpoints []string
+	go func() { // checkpoints, each checked below
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			dir := fmt.Sprintf("ckpt-%d", i)
+			if err := db.Checkpoint(dir); err != nil {
+				done <- err
+				return
+			}
+			checkpoints = append(checkpoints, dir)
+		}
+	}()
 	go func() { // a writer of keys no table holds
 		for i := 0; ; i++ {
 			select {
@@ -651,9 +669,14 @@ func TestIngestConcurrent(t *testing.T) {
 		}
 	}
 	close(stop)
-	for range 2 {
+	for range 3 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	}
+	for _, dir := range checkpoints {
+		if err := Check(dir, &Options{FS: fs}); err != nil {
+			t.Errorf("checkpoint %s: %v", dir, err)
 		}
 	}
 }

@@ -30,9 +30,11 @@ func (db *DB) logAndApply(edit *manifest.VersionEdit, newTables []*table) error 
 
 // logAndApplyVisible is logAndApply that, when visible is not 0, also
 // makes sequence number visible the one reads see, under db.mu together
-// with the new version: Ingest's, whose tables hold it. Nothing that takes
-// db.mu (a snapshot, a checkpoint) sees the version without the number or
-// the number without the version.
+// with the new version: Ingest's, whose tables hold it and which no WAL
+// holds. Nothing that takes db.mu (a snapshot, a checkpoint) sees the
+// version without the number or the number without the version. The
+// mutable memtable, which Ingest has left empty, then takes its first
+// write after visible (see memTable.firstSeq).
 func (db *DB) logAndApplyVisible(edit *manifest.VersionEdit, newTables []*table, visible base.SeqNum) error {
 	db.manifestMu.Lock()
 	defer db.manifestMu.Unlock()
@@ -81,6 +83,7 @@ func (db *DB) logAndApplyVisible(edit *manifest.VersionEdit, newTables []*table,
 	db.logNum = edit.LogNum
 	if visible != 0 {
 		db.visibleSeq.Store(uint64(visible))
+		db.mem.firstSeq = visible + 1
 	}
 	db.publishReadState()
 	db.cond.Broadcast()
