@@ -2,11 +2,8 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
-	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -208,97 +205,5 @@ func TestCommandEncoding(t *testing.T) {
 		if _, _, _, err := decodeCommand(bad); err == nil {
 			t.Errorf("decodeCommand(%v) accepted it", bad)
 		}
-	}
-}
-
-// restoreByBatch is the restore Restore replaced: the whole stream in one
-// batch (a range deletion of every key, the records, the applied index).
-// BenchmarkRestore measures both.
-func restoreByBatch(f *fsm, r io.Reader) error {
-	b := f.db.NewBatch()
-	b.DeleteRange(dataLower, dataUpper)
-	applied, err := readSnapshot(r, func(uint64) {}, func(k, v []byte) { b.Put(dataKey(k), v) })
-	if err != nil {
-		return err
-	}
-	b.Put(appliedKey, binary.BigEndian.AppendUint64(nil, applied))
-	if err := f.db.Apply(b); err != nil {
-		return err
-	}
-	f.applied = applied
-	return nil
-}
-
-// restoreKeys is how many keys BenchmarkRestore's snapshot holds:
-// -restore-keys, 1M by default.
-var restoreKeys = flag.Int("restore-keys", 1_000_000, "BenchmarkRestore: keys in the snapshot")
-
-// BenchmarkRestore restores a snapshot of -restore-keys keys (16-byte keys,
-// 100-byte random values) into a state of 100,000 other keys, through
-// Restore (one ingested table) and through one batch (restoreByBatch). Each
-// restore is timed to when the state is durable and settled: the batch's
-// memtables flushed.
-func BenchmarkRestore(b *testing.B) {
-	dir := b.TempDir()
-	src, db := openFSM(b, filepath.Join(dir, "src"))
-	rng := rand.New(rand.NewPCG(1, 2))
-	value := make([]byte, 100)
-	batch := db.NewBatch()
-	for i := range *restoreKeys {
-		for j := range value {
-			value[j] = byte(rng.Uint32())
-		}
-		batch.Put(dataKey(fmt.Appendf(nil, "key%013d", i)), value)
-		if batch.Count() == 1000 {
-			if err := db.Apply(batch); err != nil {
-				b.Fatal(err)
-			}
-			batch.Reset()
-		}
-	}
-	apply(b, src, 1, "last", []byte("x"))
-	stream := snapshotOf(b, src)
-	want := state(b, src)
-	db.Close()
-	for _, way := range []struct {
-		name    string
-		restore func(f *fsm, r io.Reader) error
-	}{
-		{"ingest", func(f *fsm, r io.Reader) error { return f.Restore(io.NopCloser(r)) }},
-		{"batch", restoreByBatch},
-	} {
-		b.Run(way.name, func(b *testing.B) {
-			for i := 0; b.Loop(); i++ {
-				b.StopTimer()
-				dst, ddb := openFSM(b, filepath.Join(b.TempDir(), "dst"))
-				for j := range 100 {
-					batch := ddb.NewBatch()
-					for k := range 1000 {
-						batch.Put(dataKey(fmt.Appendf(nil, "old%06d", j*1000+k)), value)
-					}
-					if err := ddb.Apply(batch); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := ddb.Flush(); err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				if err := way.restore(dst, bytes.NewReader(stream)); err != nil {
-					b.Fatal(err)
-				}
-				if err := ddb.Flush(); err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				if i == 0 {
-					if got := state(b, dst); got != want {
-						b.Fatalf("restored state differs:\n got %.200s\nwant %.200s", got, want)
-					}
-				}
-				ddb.Close()
-				b.StartTimer()
-			}
-		})
 	}
 }
