@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/shale-db/shale/internal/base"
@@ -210,8 +211,12 @@ func TestIngestLevels(t *testing.T) {
 // snapshots, flushes, compactions, reopens and crashes, and checks the
 // store against a map after every step.
 func TestIngestModel(t *testing.T) {
-	for seed := uint64(1); seed <= 3; seed++ {
-		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { runIngestModel(t, seed, 1500, seed == 3) })
+	seeds, ops := uint64(3), 1000
+	if *long {
+		seeds, ops = 10, 5000
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { runIngestModel(t, seed, ops, seed%3 == 0) })
 	}
 }
 
@@ -596,8 +601,22 @@ func TestIngestConcurrent(t *testing.T) {
 	defer db.Close()
 	stop := make(chan struct{})
 	done := make(chan error, 3)
+	// checkpoints are checked at the end: one taken right after each
+	// Ingest, and every fifth of those a goroutine takes meanwhile.
+	var checkpointsMu sync.Mutex
 	var checkpoints []string
-	go func() { // checkpoints, each checked below
+	checkpoint := func(dir string, keep bool) error {
+		if err := db.Checkpoint(dir); err != nil {
+			return err
+		}
+		if keep {
+			checkpointsMu.Lock()
+			checkpoints = append(checkpoints, dir)
+			checkpointsMu.Unlock()
+		}
+		return nil
+	}
+	go func() {
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
@@ -605,12 +624,10 @@ func TestIngestConcurrent(t *testing.T) {
 				return
 			default:
 			}
-			dir := fmt.Sprintf("ckpt-%d", i)
-			if err := db.Checkpoint(dir); err != nil {
+			if err := checkpoint(fmt.Sprintf("ckpt-%d", i), i%5 == 0); err != nil {
 				done <- err
 				return
 			}
-			checkpoints = append(checkpoints, dir)
 		}
 	}()
 	go func() { // a writer of keys no table holds
@@ -645,7 +662,7 @@ func TestIngestConcurrent(t *testing.T) {
 			}
 		}
 	}()
-	for round := range 20 {
+	for round := range 12 {
 		if err := db.Put([]byte("t000"), []byte("put-before")); err != nil {
 			t.Fatal(err)
 		}
@@ -656,6 +673,9 @@ func TestIngestConcurrent(t *testing.T) {
 		}
 		writeTable(t, opts, path, ops...)
 		if err := db.Ingest([]string{path}); err != nil {
+			t.Fatal(err)
+		}
+		if err := checkpoint(fmt.Sprintf("after-%d", round), true); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := db.Get([]byte("t000")); err != nil || string(got) != fmt.Sprintf("round%d", round) {
