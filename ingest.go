@@ -226,14 +226,14 @@ func (db *DB) ingest(tables []*ingestTable) error {
 		closeTables(added) // their files go at the next Open
 		return err
 	}
-	var bytes int64
+	var size int64
 	for _, a := range edit.Added {
 		db.stats.levelBytesWritten[a.Level].Add(int64(a.Meta.Size))
-		bytes += int64(a.Meta.Size)
+		size += int64(a.Meta.Size)
 	}
 	db.stats.ingests.Add(1)
-	db.stats.ingestedBytes.Add(bytes)
-	db.logf("ingested %d tables (%d bytes) at sequence number %d in %v", len(added), bytes, seq, time.Since(start))
+	db.stats.ingestedBytes.Add(size)
+	db.logf("ingested %d tables (%d bytes) at sequence number %d in %v", len(added), size, seq, time.Since(start))
 	db.maybeScheduleCompaction()
 	return nil
 }
