@@ -20,6 +20,10 @@ type pendingWrite struct {
 	forceFlush bool // rotate the memtable even if it is not full
 	sync       bool // sync the WAL before returning, even under Options.NoSync
 	wake       chan commitResult
+	// exclusive, when not nil, runs after the group's batches are
+	// committed, while its leader still leads: no other write commits
+	// until it returns (see DB.exclusive). Its error is the write's.
+	exclusive func() error
 }
 
 type commitResult struct {
@@ -58,6 +62,20 @@ func (db *DB) commit(b *Batch, syncWAL, forceFlush bool) error {
 	return err
 }
 
+// exclusive runs fn in the commit pipeline, alone: the batches of its
+// group (queued before it or with it) are committed first, and no later
+// write commits, or becomes visible, until fn returns. fn runs on the group's leader, which
+// may hold db.mu while it makes room (makeRoomForWrite) and owns db.log
+// and the sequence numbers as a commit does.
+func (db *DB) exclusive(fn func() error) error {
+	w := pendingWrites.Get().(*pendingWrite)
+	w.exclusive = fn
+	err := db.commitQueued(w)
+	w.exclusive = nil
+	pendingWrites.Put(w)
+	return err
+}
+
 // commitQueued queues w and waits for its group to be committed, leading
 // the group if it is elected (see electLeader).
 func (db *DB) commitQueued(w *pendingWrite) error {
@@ -85,14 +103,21 @@ func (db *DB) commitQueued(w *pendingWrite) error {
 	db.queue, db.spareQueue = db.spareQueue, nil
 	db.commitMu.Unlock()
 
-	err := db.commitGroup(group)
-	walWriteCalls := !db.log.Mapped() // db.log is the leader's to read (see rotateMemTable)
-
+	groupErr := db.commitGroup(group)
+	var err error
 	for _, g := range group {
-		if g != w {
-			g.wake <- commitResult{err: err}
+		gerr := groupErr
+		if g.exclusive != nil && gerr == nil {
+			gerr = g.exclusive()
+		}
+		if g == w {
+			err = gerr
+		} else {
+			g.wake <- commitResult{err: gerr}
 		}
 	}
+	walWriteCalls := !db.log.Mapped() // db.log is the leader's to read (see rotateMemTable)
+
 	clear(group) // keep no pendingWrite (and so no batch) alive
 	db.commitMu.Lock()
 	db.committing--

@@ -141,6 +141,23 @@ func (db *DB) filterFor(level int, inputs []levelFile, size int64) filter.Policy
 	return f.policy()
 }
 
+// writerOptions are the options of a new table at level with filter f:
+// the block size, compression, prefix extractor and range filter the
+// options give.
+func (o *Options) writerOptions(level int, f filter.Policy) sstable.WriterOptions {
+	wopts := sstable.WriterOptions{
+		BlockSize:    o.BlockSize,
+		Compression:  o.compressionFor(level),
+		FilterPolicy: f,
+		RangeFilter:  o.RangeFilter,
+		BytesPerSync: outputSyncBytes,
+	}
+	if p := o.Prefix; p != nil {
+		wopts.PrefixName, wopts.PrefixLength = p.Name, p.Length
+	}
+	return wopts
+}
+
 // outputSyncBytes is how often a table being written (by a flush or a
 // compaction) is pushed towards the device: each time that many more bytes
 // are written, its writeback is started without waiting (or, on a file
@@ -226,17 +243,7 @@ func (db *DB) writeTables(it *compaction.Iter, tombs rangedel.Spans, level int, 
 		if err != nil {
 			return err
 		}
-		wopts := sstable.WriterOptions{
-			BlockSize:    db.opts.BlockSize,
-			Compression:  db.opts.compressionFor(level),
-			FilterPolicy: db.filterFor(level, inputs, size),
-			RangeFilter:  db.opts.RangeFilter,
-			BytesPerSync: outputSyncBytes,
-		}
-		if p := db.opts.Prefix; p != nil {
-			wopts.PrefixName, wopts.PrefixLength = p.Name, p.Length
-		}
-		w = sstable.NewWriter(f, wopts)
+		w = sstable.NewWriter(f, db.opts.writerOptions(level, db.filterFor(level, inputs, size)))
 		return nil
 	}
 	// finish hands the current table, with the tombstones below upper

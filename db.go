@@ -198,8 +198,9 @@ type memTable struct {
 	logNum uint64
 	// firstSeq is the sequence number of the first write the memtable
 	// takes (it takes every later one until the next rotation), set under
-	// db.mu when it becomes db.mem: a checkpoint reads its WAL only if a
-	// write it includes is there (see captureCheckpoint).
+	// db.mu when it becomes db.mem, and moved past an Ingest's number
+	// while it is empty (see logAndApplyVisible): a checkpoint reads its
+	// WAL only if a write it includes is there (see captureCheckpoint).
 	firstSeq base.SeqNum
 	refs     atomic.Int32
 	db       *DB
@@ -673,6 +674,9 @@ type dbStats struct {
 	// deleteOnlyCompactions counts the edits that dropped tables a range
 	// tombstone deletes wholly, without reading them.
 	deleteOnlyCompactions atomic.Int64
+	// ingests counts the Ingests that added tables, ingestedBytes the
+	// bytes of those tables.
+	ingests, ingestedBytes atomic.Int64
 	// levelBytesWritten counts, per level, the bytes of the tables written
 	// into it: flushes for L0, compaction outputs below (a trivial move
 	// writes nothing).

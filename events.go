@@ -76,18 +76,20 @@ const (
 	TableRecovery = "recovery"
 	// TableRepair: Repair wrote it.
 	TableRepair = "repair"
+	// TableIngest: Ingest wrote it, a copy of a table given to it.
+	TableIngest = "ingest"
 	// TableObsolete: a deleted table no version holds any more (a
 	// compaction replaced it, Open found it in none, or Repair rewrote
 	// it).
 	TableObsolete = "obsolete"
-	// TableFailed: a deleted table whose flush, compaction or Repair
-	// failed before the table was installed.
+	// TableFailed: a deleted table whose flush, compaction, Repair or
+	// Ingest failed before the table was installed.
 	TableFailed = "failed"
 )
 
 // TableCreateInfo describes a table written.
 type TableCreateInfo struct {
-	Reason string // TableFlush, TableCompaction, TableRecovery or TableRepair
+	Reason string // TableFlush, TableCompaction, TableRecovery, TableRepair or TableIngest
 	Table  EventTable
 	Path   string
 }

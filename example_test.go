@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"path/filepath"
 
 	"github.com/shale-db/shale"
 )
@@ -191,4 +192,41 @@ func ExampleOptions_filterPolicy() {
 	// filter memory > 0: true
 	// filter memory > 0: true
 	// filter memory > 0: false
+}
+
+// Build a table outside the store, then add it to the store in one step.
+func ExampleDB_Ingest() {
+	db, done := tempStore(nil)
+	defer done()
+	dir, err := os.MkdirTemp("", "shale-example-tables")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := db.Put([]byte("apple"), []byte("green")); err != nil {
+		log.Fatal(err)
+	}
+
+	path := filepath.Join(dir, "fruit.sst")
+	w, err := shale.NewTableWriter(path, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	w.Put([]byte("apple"), []byte("red")) // keys in ascending order
+	w.Put([]byte("cherry"), []byte("dark red"))
+	if err := w.Put([]byte("banana"), []byte("yellow")); err != nil {
+		fmt.Println("refused: banana comes before cherry")
+	}
+	if err := w.Close(); err != nil {
+		log.Fatal(err)
+	}
+
+	if err := db.Ingest([]string{path}); err != nil { // newer than every write before
+		log.Fatal(err)
+	}
+	v, _ := db.Get([]byte("apple"))
+	fmt.Printf("apple=%s\n", v)
+	// Output:
+	// refused: banana comes before cherry
+	// apple=red
 }

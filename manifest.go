@@ -25,6 +25,17 @@ const maxManifestSize = 4 << 20
 // produces. newTables are the tables the edit adds, already open. Only one
 // version change runs at a time.
 func (db *DB) logAndApply(edit *manifest.VersionEdit, newTables []*table) error {
+	return db.logAndApplyVisible(edit, newTables, 0)
+}
+
+// logAndApplyVisible is logAndApply that, when visible is not 0, also
+// makes sequence number visible the one reads see, under db.mu together
+// with the new version: Ingest's, whose tables hold it and which no WAL
+// holds. Nothing that takes db.mu (a snapshot, a checkpoint) sees the
+// version without the number or the number without the version. The
+// mutable memtable, which Ingest has left empty, then takes its first
+// write after visible (see memTable.firstSeq).
+func (db *DB) logAndApplyVisible(edit *manifest.VersionEdit, newTables []*table, visible base.SeqNum) error {
 	db.manifestMu.Lock()
 	defer db.manifestMu.Unlock()
 
@@ -70,6 +81,10 @@ func (db *DB) logAndApply(edit *manifest.VersionEdit, newTables []*table) error 
 	}
 	db.current = v
 	db.logNum = edit.LogNum
+	if visible != 0 {
+		db.visibleSeq.Store(uint64(visible))
+		db.mem.firstSeq = visible + 1
+	}
 	db.publishReadState()
 	db.cond.Broadcast()
 	db.mu.Unlock()

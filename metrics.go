@@ -113,8 +113,12 @@ type Metrics struct {
 	// table's Gets read its blocks for nothing too often (see
 	// Options.DisableReadCompactions); Compactions or TrivialMoves count
 	// them too.
-	ReadCompactions    int64
-	CompactionBytesIn  int64 // bytes of the tables compactions read
+	ReadCompactions   int64
+	CompactionBytesIn int64 // bytes of the tables compactions read
+	// Ingests counts the Ingest calls since Open that added tables, and
+	// IngestedBytes the bytes of the tables they wrote into the store.
+	Ingests            int64
+	IngestedBytes      int64
 	CompactionBytesOut int64 // bytes of the tables compactions wrote
 	// CompactionDue reports whether a compaction is wanted now: a level
 	// scoring >= 1, a table above the bottom level that is at least half
@@ -205,6 +209,8 @@ func (db *DB) Metrics() Metrics {
 	m.TrivialMoves = db.stats.trivialMoves.Load()
 	m.DeleteOnlyCompactions = db.stats.deleteOnlyCompactions.Load()
 	m.ReadCompactions = db.stats.readCompactions.Load()
+	m.Ingests = db.stats.ingests.Load()
+	m.IngestedBytes = db.stats.ingestedBytes.Load()
 	m.CompactionBytesIn = db.stats.compactionBytesIn.Load()
 	m.CompactionBytesOut = db.stats.compactionBytesOut.Load()
 
@@ -321,6 +327,9 @@ func (m Metrics) String() string {
 	fmt.Fprintf(&b, "flushes: %d (%s); compactions: %d (+%d moves%s), %s read, %s written; write amp: %.2f\n",
 		m.Flushes, humanBytes(m.FlushBytes), m.Compactions, m.TrivialMoves, others,
 		humanBytes(m.CompactionBytesIn), humanBytes(m.CompactionBytesOut), m.WriteAmp)
+	if m.Ingests > 0 {
+		fmt.Fprintf(&b, "ingests: %d (%s)\n", m.Ingests, humanBytes(m.IngestedBytes))
+	}
 	fmt.Fprintf(&b, "stalls: %v; slowdowns: %d (%v); last seqnum: %d; open snapshots: %d\n",
 		m.StallTime.Round(time.Millisecond), m.Slowdowns, m.SlowdownTime.Round(time.Millisecond), m.LastSeqNum, m.Snapshots)
 	return b.String()

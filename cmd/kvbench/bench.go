@@ -24,6 +24,10 @@ import (
 // allBenchmarks are the workloads, in the default order.
 var allBenchmarks = []string{"fillseq", "fillrandom", "overwrite", "readrandom", "readmissing", "readseq", "seekrandom"}
 
+// otherBenchmarks are the workloads that run only when named: the bulk
+// loads, which write the same keys as fillseq.
+var otherBenchmarks = []string{"fillbatch", "fillingest"}
+
 // config is what the flags say.
 type config struct {
 	benchmarks []string
@@ -86,7 +90,7 @@ func (cfg *config) validate() error {
 	}
 	for _, b := range cfg.benchmarks {
 		if _, ok := workloads[b]; !ok {
-			return fmt.Errorf("unknown benchmark %q (known: %s)", b, strings.Join(allBenchmarks, ","))
+			return fmt.Errorf("unknown benchmark %q (known: %s)", b, strings.Join(append(slices.Clone(allBenchmarks), otherBenchmarks...), ","))
 		}
 	}
 	switch {
@@ -338,20 +342,28 @@ func compareFilters(cfg config, dir string, progress io.Writer, rep *report) err
 type bench struct {
 	cfg  config
 	db   *shale.DB
-	pool []byte                  // random bytes that values are cut from
-	perm permutation.Permutation // fillrandom's order
+	opts *shale.Options // the store's
+	// tablesDir is where fillingest writes its tables before it ingests
+	// them: the store's directory with ".tables" appended. tableUserBytes
+	// counts the key and value bytes put in them since the workload began.
+	tablesDir      string
+	tableUserBytes atomic.Int64
+	pool           []byte                  // random bytes that values are cut from
+	perm           permutation.Permutation // fillrandom's order
 	// autoCompactions is whether the store compacts by itself; settle
 	// waits for compactions only then.
 	autoCompactions bool
 }
 
 func openBench(cfg config, dir string, bloomBits int, autoCompactions bool) (*bench, error) {
-	db, err := shale.Open(dir, cfg.options(bloomBits, autoCompactions))
+	opts := cfg.options(bloomBits, autoCompactions)
+	db, err := shale.Open(dir, opts)
 	if err != nil {
 		return nil, err
 	}
 	pool := valuePool(newRand(cfg.seed, 0), max(1<<20, 2*cfg.valueSize), cfg.compressionRatio)
-	return &bench{cfg: cfg, db: db, pool: pool, perm: permutation.New(cfg.n, uint64(cfg.seed)), autoCompactions: autoCompactions}, nil
+	return &bench{cfg: cfg, db: db, opts: opts, tablesDir: dir + ".tables", pool: pool,
+		perm: permutation.New(cfg.n, uint64(cfg.seed)), autoCompactions: autoCompactions}, nil
 }
 
 // valuePiece is the length of the pieces valuePool makes.
@@ -390,6 +402,8 @@ var workloads = map[string]workload{
 	"fillseq":    {write: true, op: func(w *worker, i int) (bool, error) { return false, w.put(i) }},
 	"fillrandom": {write: true, op: func(w *worker, i int) (bool, error) { return false, w.put(int(w.b.perm.At(i))) }},
 	"overwrite":  {write: true, op: func(w *worker, i int) (bool, error) { return false, w.put(w.rng.IntN(w.b.cfg.n)) }},
+	"fillbatch":  {write: true, op: func(w *worker, i int) (bool, error) { return false, w.putBatched(i) }},
+	"fillingest": {write: true, op: func(w *worker, i int) (bool, error) { return false, w.putTable(i) }},
 	"readrandom": {op: func(w *worker, i int) (bool, error) {
 		return hit(w.b.db.Get(w.key(w.rng.IntN(w.b.cfg.n))))
 	}},
@@ -428,6 +442,7 @@ func (b *bench) run(name string, n int, progress io.Writer) (result, error) {
 		progressbar.OptionSetVisibility(b.cfg.progress), progressbar.OptionSetDescription(name),
 		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionClearOnFinish())
 	before := b.db.Metrics()
+	b.tableUserBytes.Store(0)
 	ioBefore, err := procstat.ReadIO()
 	if err != nil {
 		return result{}, err
@@ -447,9 +462,9 @@ func (b *bench) run(name string, n int, progress io.Writer) (result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &worker{b: b, rng: newRand(b.cfg.seed, g+2)}
-			defer w.close()
 			lo, hi := g*n/c, (g+1)*n/c
+			w := &worker{b: b, rng: newRand(b.cfg.seed, g+2), last: hi - 1, id: g}
+			defer w.close()
 			var found int64
 			for i := lo; i < hi; i++ {
 				ok, err := wl.op(w, i)
@@ -555,8 +570,11 @@ func (b *bench) settle(before shale.Metrics, ioBefore procstat.IO, cpuBefore tim
 	if err != nil {
 		return nil, err
 	}
-	user := float64(m.UserBytes - before.UserBytes)
-	written := m.WALBytes + m.FlushBytes + m.CompactionBytesOut - before.WALBytes - before.FlushBytes - before.CompactionBytesOut
+	// The key and value bytes written: through the store's writes, and in
+	// fillingest's tables.
+	user := float64(m.UserBytes - before.UserBytes + b.tableUserBytes.Load())
+	written := m.WALBytes + m.FlushBytes + m.CompactionBytesOut + m.IngestedBytes -
+		before.WALBytes - before.FlushBytes - before.CompactionBytesOut - before.IngestedBytes
 	return &settleResult{
 		Seconds:        time.Since(start).Seconds(),
 		Settled:        settled,
@@ -603,6 +621,17 @@ type worker struct {
 	rng    *rand.Rand
 	keyBuf []byte
 	it     *shale.Iterator
+	// last is the last operation of the worker's share, where fillbatch
+	// and fillingest write what they hold; id numbers the worker.
+	last, id int
+	// batch holds fillbatch's writes until it has batchKeys of them.
+	batch *shale.Batch
+	// table is the table fillingest is writing, path its file, and
+	// tableKeys the keys in it.
+	table     *shale.TableWriter
+	path      string
+	tableKeys int
+	tables    int
 }
 
 // key returns key i: i in decimal, zero-padded to the key size. The slice
@@ -626,6 +655,66 @@ func (w *worker) missingKey(i int) []byte { return append(w.key(i), '.') }
 
 func (w *worker) put(i int) error {
 	return w.b.db.Put(w.key(i), w.value())
+}
+
+// batchKeys is how many keys fillbatch writes per batch, as db_bench's
+// fillbatch.
+const batchKeys = 1000
+
+// putBatched adds key i to the worker's batch and applies the batch once it
+// holds batchKeys keys, or at the worker's last key.
+func (w *worker) putBatched(i int) error {
+	if w.batch == nil {
+		w.batch = w.b.db.NewBatch()
+	}
+	w.batch.Put(w.key(i), w.value())
+	if w.batch.Count() < batchKeys && i != w.last {
+		return nil
+	}
+	err := w.b.db.Apply(w.batch)
+	w.batch.Reset()
+	return err
+}
+
+// ingestTableKeys is how many keys fillingest puts in each table: about
+// 12 MB of them with the default key and value sizes.
+const ingestTableKeys = 100_000
+
+// putTable adds key i to the worker's table (shale.TableWriter) and, once
+// the table holds ingestTableKeys keys or at the worker's last key, closes
+// it, ingests it and removes the file (Ingest copies it). Key i must
+// ascend, as fillseq's do.
+func (w *worker) putTable(i int) error {
+	if w.table == nil {
+		if err := os.MkdirAll(w.b.tablesDir, 0o755); err != nil {
+			return err
+		}
+		w.path = filepath.Join(w.b.tablesDir, fmt.Sprintf("w%d-%d.sst", w.id, w.tables))
+		w.tables++
+		t, err := shale.NewTableWriter(w.path, w.b.opts)
+		if err != nil {
+			return err
+		}
+		w.table, w.tableKeys = t, 0
+	}
+	k, v := w.key(i), w.value()
+	if err := w.table.Put(k, v); err != nil {
+		return err
+	}
+	w.b.tableUserBytes.Add(int64(len(k) + len(v)))
+	w.tableKeys++
+	if w.tableKeys < ingestTableKeys && i != w.last {
+		return nil
+	}
+	t := w.table
+	w.table = nil
+	if err := t.Close(); err != nil {
+		return err
+	}
+	if err := w.b.db.Ingest([]string{w.path}); err != nil {
+		return err
+	}
+	return os.Remove(w.path)
 }
 
 // value returns a value to write: -value-size bytes of the pool from a

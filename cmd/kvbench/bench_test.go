@@ -55,6 +55,50 @@ func TestSingle(t *testing.T) {
 	}
 }
 
+// TestBulkLoads runs the bulk loads, each on a fresh store, with two
+// goroutines (each writing and ingesting its own tables, the last short
+// of ingestTableKeys): every key is then in the store, at the bottom level
+// for fillingest, whose tables overlap nothing, and the tables' files are
+// gone; the write amplification counts the ingested tables' bytes.
+func TestBulkLoads(t *testing.T) {
+	for _, name := range otherBenchmarks {
+		t.Run(name, func(t *testing.T) {
+			cfg := smallConfig()
+			cfg.n = 2*ingestTableKeys + 1000
+			cfg.cacheSize = 8 << 20
+			cfg.settle = true
+			dir := t.TempDir()
+			b, err := openBench(cfg, filepath.Join(dir, "store"), cfg.bloomBits, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.close()
+			r, err := b.run(name, cfg.n, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := &worker{b: b}
+			for _, i := range []int{0, ingestTableKeys - 1, ingestTableKeys, cfg.n/2 + 1, cfg.n - 1} {
+				if _, err := b.db.Get(w.key(i)); err != nil {
+					t.Errorf("key %d: %v", i, err)
+				}
+			}
+			m := b.db.Metrics()
+			if name == "fillingest" {
+				if m.Ingests != 4 || m.Levels[shale.NumLevels-1].Files != 4 {
+					t.Errorf("%d ingests, %d tables at the bottom level; want 4 of each (2 per goroutine)\n%s", m.Ingests, m.Levels[shale.NumLevels-1].Files, m)
+				}
+				if names, err := os.ReadDir(b.tablesDir); err != nil || len(names) != 0 {
+					t.Errorf("%s holds %d files (%v); want none left", b.tablesDir, len(names), err)
+				}
+			}
+			if s := r.Settle; s == nil || !(s.WriteAmpEngine > 0.5 && s.WriteAmpEngine < 10) {
+				t.Errorf("settle: %+v; want a write amplification above 0.5 (tables are smaller than their keys and values)", s)
+			}
+		})
+	}
+}
+
 // TestOptions checks that the flags reach the store's options.
 func TestOptions(t *testing.T) {
 	cfg := smallConfig()

@@ -16,6 +16,14 @@
 //	readseq      read n entries with iterators
 //	seekrandom   seek to n random keys and read the entry there
 //
+// and, only when named, the bulk loads, which write fillseq's keys:
+//
+//	fillbatch    write n keys in ascending order, 1000 to a batch
+//	fillingest   write n keys in ascending order into tables of 100,000
+//	             keys (shale.NewTableWriter, in the store's directory
+//	             with ".tables" appended), ingesting each when it is
+//	             written (DB.Ingest) and then removing it
+//
 // Key i is the decimal number i, zero-padded to -key-size bytes; values are
 // -value-size random bytes, or with -compression-ratio below 1 bytes that
 // snappy compresses to that fraction of their size. A store holds -n keys; each workload runs -n

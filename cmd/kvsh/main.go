@@ -15,7 +15,7 @@
 // delrange, scan, count, batch/commit/abort, snapshot, flush, compact,
 // stats, tables, load, bloom, policy, seed, lookups, prefix, rangefilter,
 // autocompact, rowcache, export-filter, filter, explain, web, open, check,
-// repair, checkpoint, nosync, shape, grow, tree, numbers, scans, help,
+// repair, checkpoint, export-table, ingest, nosync, shape, grow, tree, numbers, scans, help,
 // quit. help lists them and help CMD describes one. Sizes
 // take binary units: rowcache 64MiB, load 1000 valsize=1KiB. The lessons in
 // docs/lessons are typed into it, and docs/kvsh.md describes it for users.

@@ -33,7 +33,8 @@ package main
 //	end+1   4     CRC-32C (Castagnoli), big-endian, of every byte before it
 //
 // Records come in key order. Restore reads and checks the whole stream
-// before it changes anything, then replaces the state in one batch.
+// before it changes anything, then replaces the state with one ingested
+// table.
 
 import (
 	"bufio"
@@ -44,6 +45,8 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -105,14 +108,17 @@ func decodeCommand(c []byte) (op byte, key, value []byte, err error) {
 // fsm is the raft.FSM of the example, on a shale DB it does not own.
 type fsm struct {
 	db *shale.DB
-	mu sync.Mutex // orders Apply and Restore against the applied index
+	// restoreDir is where Restore writes the table it ingests.
+	restoreDir string
+	mu         sync.Mutex // orders Apply and Restore against the applied index
 	// applied mirrors the DB's applied index.
 	applied uint64
 }
 
-// newFSM reads the applied index the DB holds (0 for a new DB).
-func newFSM(db *shale.DB) (*fsm, error) {
-	f := &fsm{db: db}
+// newFSM reads the applied index the DB holds (0 for a new DB). Restore
+// writes its table in restoreDir, which it creates.
+func newFSM(db *shale.DB, restoreDir string) (*fsm, error) {
+	f := &fsm{db: db, restoreDir: restoreDir}
 	v, err := db.Get(appliedKey)
 	switch {
 	case errors.Is(err, shale.ErrNotFound):
@@ -171,21 +177,47 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	return &fsmSnapshot{snap: f.db.NewSnapshot(), applied: f.applied}, nil
 }
 
-// Restore replaces the whole state with the snapshot's, atomically: the
-// stream is read and checked to its end first, so a damaged or cut stream
-// leaves the state as it was.
-func (f *fsm) Restore(rc io.ReadCloser) error {
+// Restore replaces the whole state with the snapshot's, atomically. The
+// stream becomes one table (shale.TableWriter in restoreDir): the applied
+// index, a range deletion of every key, and the snapshot's keys, which
+// come in key order. The stream is read and checked to its end before the
+// table is ingested (shale.DB.Ingest, all or none), so a damaged or cut
+// stream leaves the state as it was. The table's range deletion deletes
+// the keys the state held before, not the table's own.
+func (f *fsm) Restore(rc io.ReadCloser) (err error) {
 	defer rc.Close()
-	b := f.db.NewBatch()
-	b.DeleteRange(dataLower, dataUpper)
-	applied, err := readSnapshot(rc, func(k, v []byte) { b.Put(dataKey(k), v) })
+	if err := os.MkdirAll(f.restoreDir, 0o755); err != nil {
+		return err
+	}
+	path := filepath.Join(f.restoreDir, "restore.sst")
+	w, err := shale.NewTableWriter(path, nil)
 	if err != nil {
 		return err
 	}
-	b.Put(appliedKey, binary.BigEndian.AppendUint64(nil, applied))
+	defer os.Remove(path) // Ingest copies it
+	var putErr error
+	applied, err := readSnapshot(rc, func(applied uint64) {
+		putErr = w.Put(appliedKey, binary.BigEndian.AppendUint64(nil, applied))
+	}, func(k, v []byte) {
+		if putErr == nil {
+			putErr = w.Put(dataKey(k), v)
+		}
+	})
+	if err == nil {
+		err = putErr
+	}
+	if err == nil {
+		err = w.DeleteRange(dataLower, dataUpper)
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.db.Apply(b); err != nil {
+	if err := f.db.Ingest([]string{path}); err != nil {
 		return err
 	}
 	f.applied = applied
@@ -241,22 +273,24 @@ func writeSnapshot(w io.Writer, snap *shale.Snapshot, applied uint64) (err error
 	return err
 }
 
-// readSnapshot checks a whole stream, calling put for each record, and
-// returns its applied index. Any error means the stream was not whole.
-func readSnapshot(r io.Reader, put func(k, v []byte)) (uint64, error) {
+// readSnapshot checks a whole stream, calling head with its applied index
+// and then put for each record, and returns the applied index. Any error
+// means the stream was not whole.
+func readSnapshot(r io.Reader, head func(applied uint64), put func(k, v []byte)) (uint64, error) {
 	crc := crc32.New(castagnoli)
 	br := &crcReader{r: bufio.NewReader(r), crc: crc}
-	head := make([]byte, len(snapshotMagic)+1+8)
-	if _, err := io.ReadFull(br, head); err != nil {
+	header := make([]byte, len(snapshotMagic)+1+8)
+	if _, err := io.ReadFull(br, header); err != nil {
 		return 0, fmt.Errorf("snapshot header: %w", err)
 	}
-	if string(head[:4]) != snapshotMagic {
-		return 0, fmt.Errorf("snapshot magic %q, want %q", head[:4], snapshotMagic)
+	if string(header[:4]) != snapshotMagic {
+		return 0, fmt.Errorf("snapshot magic %q, want %q", header[:4], snapshotMagic)
 	}
-	if head[4] != snapshotVersion {
-		return 0, fmt.Errorf("snapshot stream version %d, this build reads version %d", head[4], snapshotVersion)
+	if header[4] != snapshotVersion {
+		return 0, fmt.Errorf("snapshot stream version %d, this build reads version %d", header[4], snapshotVersion)
 	}
-	applied := binary.BigEndian.Uint64(head[5:])
+	applied := binary.BigEndian.Uint64(header[5:])
+	head(applied)
 	for n := 0; ; n++ {
 		tag, err := br.ReadByte()
 		if err != nil {

@@ -12,20 +12,20 @@ import (
 	"github.com/shale-db/shale"
 )
 
-func openFSM(t *testing.T, dir string) (*fsm, *shale.DB) {
+func openFSM(t testing.TB, dir string) (*fsm, *shale.DB) {
 	t.Helper()
 	db, err := shale.Open(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := newFSM(db)
+	f, err := newFSM(db, dir+".restore")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return f, db
 }
 
-func apply(t *testing.T, f *fsm, index uint64, key string, value []byte) {
+func apply(t testing.TB, f *fsm, index uint64, key string, value []byte) {
 	t.Helper()
 	if res := f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: encodeCommand([]byte(key), value)}); res != nil {
 		t.Fatalf("Apply(%d): %v", index, res)
@@ -33,7 +33,7 @@ func apply(t *testing.T, f *fsm, index uint64, key string, value []byte) {
 }
 
 // state returns every key and value, and the applied index, as text.
-func state(t *testing.T, f *fsm) string {
+func state(t testing.TB, f *fsm) string {
 	t.Helper()
 	var sb strings.Builder
 	it := f.db.NewIter(&shale.IterOptions{LowerBound: dataLower, UpperBound: dataUpper})
@@ -92,7 +92,7 @@ func (s *sink) ID() string    { return "test" }
 func (s *sink) Close() error  { s.closed = true; return nil }
 func (s *sink) Cancel() error { s.cancelled = true; return nil }
 
-func snapshotOf(t *testing.T, f *fsm) []byte {
+func snapshotOf(t testing.TB, f *fsm) []byte {
 	t.Helper()
 	snap, err := f.Snapshot()
 	if err != nil {

@@ -11,7 +11,8 @@
 //	GET    /status     this node's raft state, leader, applied index
 //
 // A node's directory (-dir) holds raft/ (the raftstore DB), state/ (the
-// state machine DB) and snapshots/ (raft's file snapshot store).
+// state machine DB), snapshots/ (raft's file snapshot store) and restore/
+// (where a snapshot restore writes the table it ingests, removed after).
 package main
 
 import (
@@ -106,7 +107,7 @@ func run(id, dir, httpAddr, peerList string) error {
 		return err
 	}
 	defer stateDB.Close()
-	sm, err := newFSM(stateDB)
+	sm, err := newFSM(stateDB, filepath.Join(dir, "restore"))
 	if err != nil {
 		return err
 	}
