@@ -3,6 +3,7 @@ package shale
 import (
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -120,6 +121,21 @@ func TestTableWriterOrder(t *testing.T) {
 		must(db.Put([]byte(k), []byte("old")))
 	}
 	must(db.Ingest([]string{"t.sst"}))
+
+	// Abort removes the file; the writer is closed after it.
+	a, err := NewTableWriter("abandoned.sst", opts)
+	must(err)
+	must(a.Put([]byte("k"), []byte("v")))
+	must(a.Abort())
+	if _, err := fs.Stat("abandoned.sst"); !errors.Is(err, iofs.ErrNotExist) {
+		t.Fatalf("after Abort, Stat(abandoned.sst) = %v; want not found", err)
+	}
+	if err := a.Put([]byte("l"), nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Put after Abort = %v; want ErrClosed", err)
+	}
+	if err := a.Abort(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("second Abort = %v; want ErrClosed", err)
+	}
 	model := map[string]string{"a0": "old", "c": "old", "d": "old", "y": "old"}
 	applyTableOps(model, []tableOp{{key: "b", value: "1"}, {key: "c", del: true}, {key: "x", end: "z"}, {key: "a", end: "b"}, {key: "d", value: "4"}})
 	checkScan(t, db, model, nil, nil, true)

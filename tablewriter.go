@@ -119,3 +119,17 @@ func (t *TableWriter) Close() error {
 	}
 	return nil
 }
+
+// Abort abandons the table: it closes the file and removes it. Calls after
+// Close or Abort return ErrClosed.
+func (t *TableWriter) Abort() error {
+	if t.closed {
+		return ErrClosed
+	}
+	t.closed = true
+	t.w.Abort()
+	if err := t.fs.Remove(t.path); err != nil {
+		return fmt.Errorf("shale: %s: %w", t.path, err)
+	}
+	return nil
+}
