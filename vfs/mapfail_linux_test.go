@@ -247,12 +247,11 @@ func TestMapAllocateInterrupted(t *testing.T) {
 // TestMapRefusedWindow: a window the kernel refuses to map for want of
 // room among the process's mappings (ENOMEM, at vm.max_map_count), the
 // first or a later one, fails its store with ErrMappingRefused (not
-// ErrNotMappable) after one try (and, for a later window, one of its
-// preparation in the background, which the store does not take for its
-// own), storing nothing and keeping the file's
-// allocation; WriteAt then writes that store and the rest at their offsets,
-// past windows and allocation steps, and Cut leaves exactly what was
-// stored and written.
+// ErrNotMappable) after one try (for a later window, after one more by
+// its preparation in the background), storing nothing and keeping the
+// file's allocation; WriteAt then writes that store and the rest at their
+// offsets, past windows and allocation steps, and Cut leaves exactly what
+// was stored and written.
 func TestMapRefusedWindow(t *testing.T) {
 	for _, from := range []int64{0, 1} { // the first window; the second
 		t.Run(fmt.Sprintf("from %d", from), func(t *testing.T) {

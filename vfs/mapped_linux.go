@@ -92,12 +92,15 @@ func (f osFile) StoreAt(p []byte, off int64) error {
 // prepare starts a goroutine that makes ready the window to follow the
 // current one, for the stores from offset from on: it allocates the file
 // as remap would, maps mapWindow bytes from the page holding from, and
-// reads the window's pages in (MADV_POPULATE_READ), so that the stores
-// into it take no page faults that allocate. Reading a page in does not
-// dirty it: pages past the last store cost no write to the disk. If a step
-// fails, the window is not used, and remap, at the store that needs it,
-// makes the calls again and meets any error itself; the failure of the
-// read-in alone (a kernel without MADV_POPULATE_READ) is ignored.
+// faults the window's pages in writable (MADV_POPULATE_WRITE), so that the
+// stores into it take no page faults. (Faulting them in only readable made
+// the stores slower than no faulting at all.) The pages are then dirty:
+// zeros, which the file holds there anyway, that a Sync would write. Cut
+// discards those past the last store, so a caller that cuts before it
+// syncs (the WAL's MarkEnd) writes none of them. If a step fails, the
+// window is not used, and remap, at the store that needs it, makes the
+// calls again and meets any error itself; the failure of the fault-in
+// alone (a kernel without MADV_POPULATE_WRITE) is ignored.
 func (f osFile) prepare(from int64) {
 	m := f.m
 	page := int64(os.Getpagesize())
@@ -118,7 +121,7 @@ func (f osFile) prepare(from int64) {
 		if err != nil {
 			return
 		}
-		unix.Madvise(data, unix.MADV_POPULATE_WRITE)
+		unix.Madvise(data, unix.MADV_POPULATE_WRITE) // see above: an error leaves the faults to the stores
 		n.data = data
 	}()
 }
