@@ -49,9 +49,11 @@ type mapping struct {
 	// next is the window being made ready in the background, or nil (see
 	// prepare); retiring counts the old windows being unmapped in the
 	// background. Only the storing goroutine reads or changes either, and
-	// it waits for both before it unmaps, cuts or closes.
-	next     *nextWindow
-	retiring sync.WaitGroup
+	// it waits for both before it unmaps, cuts or closes, as it waits for
+	// populating before it unmaps the current window.
+	next       *nextWindow
+	retiring   sync.WaitGroup
+	populating sync.WaitGroup // see populate
 }
 
 // nextWindow is a window that prepare's goroutine allocates, maps and
@@ -78,6 +80,7 @@ func (f osFile) StoreAt(p []byte, off int64) error {
 			if err := f.remap(off, end); err != nil {
 				return err
 			}
+			m.populate(end)
 		}
 	}
 	if err := storeGuarded(m.data[off-m.off:end-m.off], p, f.Name()); err != nil {
@@ -126,6 +129,21 @@ func (f osFile) prepare(from int64) {
 	}()
 }
 
+// populate faults in, in the background, the pages of the current window
+// past the one holding offset from, as prepare does for a window it makes
+// ready: the window remap mapped for a store (the first of a file, or one
+// prepare could not make ready), whose later stores would otherwise take
+// a page fault each.
+func (m *mapping) populate(from int64) {
+	page := int64(os.Getpagesize())
+	start := (from - m.off + page - 1) / page * page
+	if start >= int64(len(m.data)) {
+		return
+	}
+	rest := m.data[start:]
+	m.populating.Go(func() { unix.Madvise(rest, unix.MADV_POPULATE_WRITE) }) // an error leaves the faults to the stores
+}
+
 // switchWindow makes the prepared window, once ready, the current one if
 // it holds [off, end), and unmaps the old one in the background. It
 // reports whether it did; if not, it drops the prepared window, and the
@@ -146,6 +164,7 @@ func (m *mapping) switchWindow(off, end int64) bool {
 		return false
 	}
 	if old := m.data; old != nil {
+		m.populating.Wait()
 		m.retiring.Go(func() { unix.Munmap(old) })
 	}
 	m.data, m.off = n.data, n.off
@@ -272,6 +291,7 @@ func (m *mapping) unmap() error {
 		}
 	}
 	m.retiring.Wait()
+	m.populating.Wait()
 	if m.data == nil {
 		return nil
 	}
