@@ -31,6 +31,13 @@ const (
 	mapWindow    = 1 << 20
 	allocStepMin = 1 << 20
 	allocStepMax = 16 << 20
+
+	// prepareOverlap is how far before the current window's end the next
+	// one starts: a store that starts before it and reaches past the
+	// window (one larger than prepareOverlap) finds the prepared window
+	// too late, and remaps. Started where the stores were at the half,
+	// windows advanced by half a window, and there were twice as many.
+	prepareOverlap = 64 << 10
 )
 
 // The system calls remap makes, as variables so that a test can make them
@@ -87,7 +94,7 @@ func (f osFile) StoreAt(p []byte, off int64) error {
 		return err
 	}
 	if m.next == nil && 2*(end-m.off) > int64(len(m.data)) {
-		f.prepare(end)
+		f.prepare(max(end, m.off+int64(len(m.data))-prepareOverlap))
 	}
 	return nil
 }
