@@ -30,3 +30,14 @@ func WaitPrepared(f File) bool {
 	<-n.done
 	return n.data != nil
 }
+
+// PreparedWindow returns the window that f, an operating-system file being
+// stored into, has made ready in the background (see WaitPrepared), or
+// nil.
+func PreparedWindow(f File) []byte {
+	if n := f.(osFile).m.next; n != nil {
+		<-n.done
+		return n.data
+	}
+	return nil
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/shale-db/shale/vfs"
 	"golang.org/x/sys/unix"
@@ -312,9 +313,9 @@ func TestMapNearlyFullDisk(t *testing.T) {
 }
 
 // TestMapWindowPrepared: once stores have filled half a window, the next
-// one is allocated and mapped in the background, so that the store that
-// reaches past the window makes neither call itself, and the file still
-// holds exactly what was stored.
+// one is allocated, mapped and faulted in in the background, so that the
+// store that reaches past the window makes neither call itself, and the
+// file still holds exactly what was stored.
 func TestMapWindowPrepared(t *testing.T) {
 	var calls atomic.Int64
 	vfs.SetMapCalls(t,
@@ -333,6 +334,22 @@ func TestMapWindowPrepared(t *testing.T) {
 	}
 	if !vfs.WaitPrepared(f) {
 		t.Fatal("no window prepared after stores filled most of the first")
+	}
+	// The window's pages were faulted in ahead of the stores: each is in
+	// the page cache, which a page of an allocated file is not until it is
+	// touched.
+	window := vfs.PreparedWindow(f)
+	resident := make([]byte, (len(window)+os.Getpagesize()-1)/os.Getpagesize())
+	if len(window) == 0 {
+		t.Fatal("no prepared window")
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&window[0])), uintptr(len(window)), uintptr(unsafe.Pointer(&resident[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	for i, r := range resident {
+		if r&1 == 0 {
+			t.Fatalf("page %d of %d of the prepared window is not resident: it was not faulted in", i, len(resident))
+		}
 	}
 	before := calls.Load()
 	p := chunk(10) // reaches past the first window
