@@ -20,13 +20,15 @@ import (
 // fallocate with an error rather than a store with SIGBUS.
 //
 // Once stores have filled half a window, the next window is made ready off
-// the storing goroutine (see prepare): allocated, mapped from the page the
-// stores have reached, and its pages read in. The store that reaches past
-// the window then only switches windows, and the old one is unmapped in
-// the background too. Unmapping a window of dirty pages, mapping one and
-// the first touch of each page were the costliest part of a store, and
-// each landed on the one store that crossed into a new window (see
-// docs/performance.md, "Writes of 1 KB values and their tail").
+// the storing goroutine (see prepare): allocated, mapped from
+// prepareOverlap before the current window's end, and its pages faulted
+// in. The store that reaches past the window then only switches windows,
+// and the old one is unmapped in the background too. A window that remap
+// maps for a store is faulted in the same way (see populate). Unmapping a
+// window of dirty pages and mapping the next landed on the one store that
+// crossed into it, and the page faults on every fourth 1 KiB store; they
+// were the costliest part of a store (see docs/performance.md, "Writes of
+// 1 KB values and their tail").
 const (
 	mapWindow    = 1 << 20
 	allocStepMin = 1 << 20
@@ -64,7 +66,7 @@ type mapping struct {
 }
 
 // nextWindow is a window that prepare's goroutine allocates, maps and
-// reads in. Its fields are the goroutine's until done is closed.
+// faults in. Its fields are the goroutine's until done is closed.
 type nextWindow struct {
 	off       int64  // the file offset of data[0], a page boundary
 	data      []byte // nil if a step failed
