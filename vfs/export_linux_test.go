@@ -18,3 +18,26 @@ func SetMapCalls(t testing.TB,
 		mmap = mm
 	}
 }
+
+// WaitPrepared waits until the window that f, an operating-system file
+// being stored into, prepares in the background is ready, and reports
+// whether it has one ready.
+func WaitPrepared(f File) bool {
+	n := f.(osFile).m.next
+	if n == nil {
+		return false
+	}
+	<-n.done
+	return n.data != nil
+}
+
+// PreparedWindow returns the window that f, an operating-system file being
+// stored into, has made ready in the background (see WaitPrepared), or
+// nil.
+func PreparedWindow(f File) []byte {
+	if n := f.(osFile).m.next; n != nil {
+		<-n.done
+		return n.data
+	}
+	return nil
+}

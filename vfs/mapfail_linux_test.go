@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/shale-db/shale/vfs"
 	"golang.org/x/sys/unix"
@@ -187,14 +189,18 @@ func TestMapRefusedAtFirstStore(t *testing.T) {
 func TestMapRefusedLater(t *testing.T) {
 	var refused int
 	for _, tc := range []struct {
-		name     string
-		set      func(t *testing.T)
-		refusals int // ENOSPC is refused twice: a step ahead, then the bytes the store needs
+		name string
+		set  func(t *testing.T)
+		// refusals counts the preparation of the second window in the
+		// background, which fails and leaves the store that needs the window
+		// to make the calls itself: ENOSPC is then refused twice, a step
+		// ahead and the bytes the store needs.
+		refusals int
 	}{
-		{"fallocate ENOSPC", func(t *testing.T) { vfs.SetMapCalls(t, refuseFallocate(unix.ENOSPC, 1<<20, &refused), nil) }, 2},
-		{"fallocate EOPNOTSUPP", func(t *testing.T) { vfs.SetMapCalls(t, refuseFallocate(unix.EOPNOTSUPP, 1<<20, &refused), nil) }, 1},
-		{"mmap ENODEV", func(t *testing.T) { vfs.SetMapCalls(t, nil, refuseMmap(unix.ENODEV, 1, &refused)) }, 1},
-		{"mmap EAGAIN", func(t *testing.T) { vfs.SetMapCalls(t, nil, refuseMmap(unix.EAGAIN, 1, &refused)) }, 1},
+		{"fallocate ENOSPC", func(t *testing.T) { vfs.SetMapCalls(t, refuseFallocate(unix.ENOSPC, 1<<20, &refused), nil) }, 3},
+		{"fallocate EOPNOTSUPP", func(t *testing.T) { vfs.SetMapCalls(t, refuseFallocate(unix.EOPNOTSUPP, 1<<20, &refused), nil) }, 2},
+		{"mmap ENODEV", func(t *testing.T) { vfs.SetMapCalls(t, nil, refuseMmap(unix.ENODEV, 1, &refused)) }, 2},
+		{"mmap EAGAIN", func(t *testing.T) { vfs.SetMapCalls(t, nil, refuseMmap(unix.EAGAIN, 1, &refused)) }, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			refused = 0
@@ -242,10 +248,11 @@ func TestMapAllocateInterrupted(t *testing.T) {
 // TestMapRefusedWindow: a window the kernel refuses to map for want of
 // room among the process's mappings (ENOMEM, at vm.max_map_count), the
 // first or a later one, fails its store with ErrMappingRefused (not
-// ErrNotMappable) after one try, storing nothing and keeping the file's
-// allocation; WriteAt then writes that store and the rest at their offsets,
-// past windows and allocation steps, and Cut leaves exactly what was
-// stored and written.
+// ErrNotMappable) after one try (for a later window, after one more by
+// its preparation in the background), storing nothing and keeping the
+// file's allocation; WriteAt then writes that store and the rest at their
+// offsets, past windows and allocation steps, and Cut leaves exactly what
+// was stored and written.
 func TestMapRefusedWindow(t *testing.T) {
 	for _, from := range []int64{0, 1} { // the first window; the second
 		t.Run(fmt.Sprintf("from %d", from), func(t *testing.T) {
@@ -253,8 +260,9 @@ func TestMapRefusedWindow(t *testing.T) {
 			vfs.SetMapCalls(t, nil, refuseMmap(unix.ENOMEM, from, &refused))
 			f, m, name := createMapper(t)
 			stored, err := storeChunks(m, 25)
-			if !errors.Is(err, vfs.ErrMappingRefused) || errors.Is(err, vfs.ErrNotMappable) || refused != 1 {
-				t.Fatalf("after %d stores: error %v, %d refusals; want ErrMappingRefused after one", len(stored)/chunkSize, err, refused)
+			wantRefused := 1 + int(from) // a later window's preparation is refused first
+			if !errors.Is(err, vfs.ErrMappingRefused) || errors.Is(err, vfs.ErrNotMappable) || refused != wantRefused {
+				t.Fatalf("after %d stores: error %v, %d refusals; want ErrMappingRefused after %d", len(stored)/chunkSize, err, refused, wantRefused)
 			}
 			if n := len(stored) / chunkSize; from == 0 && n != 0 || from > 0 && n < 10 {
 				t.Fatalf("%d stores before the refusal of the window from offset %d", n, from)
@@ -268,7 +276,7 @@ func TestMapRefusedWindow(t *testing.T) {
 				}
 				want = append(want, p...)
 			}
-			if refused != 1 {
+			if refused != wantRefused {
 				t.Fatalf("%d mmap refusals: WriteAt tried to map", refused)
 			}
 			checkStoredThenCut(t, f, m, name, want)
@@ -300,6 +308,57 @@ func TestMapNearlyFullDisk(t *testing.T) {
 	}
 	if n := len(stored) / chunkSize; n != fit {
 		t.Fatalf("%d stores before the disk was full, want %d (%d refusals)", n, fit, refused)
+	}
+	checkStoredThenCut(t, f, m, name, stored)
+}
+
+// TestMapWindowPrepared: once stores have filled half a window, the next
+// one is allocated, mapped and faulted in in the background, so that the
+// store that reaches past the window makes neither call itself, and the
+// file still holds exactly what was stored.
+func TestMapWindowPrepared(t *testing.T) {
+	var calls atomic.Int64
+	vfs.SetMapCalls(t,
+		func(fd int, mode uint32, off, size int64) error {
+			calls.Add(1)
+			return unix.Fallocate(fd, mode, off, size)
+		},
+		func(fd int, off int64, length, prot, flags int) ([]byte, error) {
+			calls.Add(1)
+			return unix.Mmap(fd, off, length, prot, flags)
+		})
+	f, m, name := createMapper(t)
+	stored, err := storeChunks(m, 10) // the first window, past its half
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !vfs.WaitPrepared(f) {
+		t.Fatal("no window prepared after stores filled most of the first")
+	}
+	// The window's pages were faulted in ahead of the stores: each is in
+	// the page cache, which a page of an allocated file is not until it is
+	// touched.
+	window := vfs.PreparedWindow(f)
+	resident := make([]byte, (len(window)+os.Getpagesize()-1)/os.Getpagesize())
+	if len(window) == 0 {
+		t.Fatal("no prepared window")
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&window[0])), uintptr(len(window)), uintptr(unsafe.Pointer(&resident[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	for i, r := range resident {
+		if r&1 == 0 {
+			t.Fatalf("page %d of %d of the prepared window is not resident: it was not faulted in", i, len(resident))
+		}
+	}
+	before := calls.Load()
+	p := chunk(10) // reaches past the first window
+	if err := m.StoreAt(p, int64(len(stored))); err != nil {
+		t.Fatal(err)
+	}
+	stored = append(stored, p...)
+	if n := calls.Load() - before; n != 0 {
+		t.Fatalf("the store past the first window made %d fallocate or mmap calls, want none: the prepared window was not used", n)
 	}
 	checkStoredThenCut(t, f, m, name, stored)
 }

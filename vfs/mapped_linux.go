@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,10 +18,28 @@ import (
 // ahead with fallocate in steps that double with the file, from
 // allocStepMin to allocStepMax: a few calls per file, and a full disk fails
 // fallocate with an error rather than a store with SIGBUS.
+//
+// Once stores have filled half a window, the next window is made ready off
+// the storing goroutine (see prepare): allocated, mapped from
+// prepareOverlap before the current window's end, and its pages faulted
+// in. The store that reaches past the window then only switches windows,
+// and the old one is unmapped in the background too. A window that remap
+// maps for a store is faulted in the same way (see populate). Unmapping a
+// window of dirty pages and mapping the next landed on the one store that
+// crossed into it, and the page faults on every fourth 1 KiB store; they
+// were the costliest part of a store (see docs/performance.md, "Writes of
+// 1 KB values and their tail").
 const (
 	mapWindow    = 1 << 20
 	allocStepMin = 1 << 20
 	allocStepMax = 16 << 20
+
+	// prepareOverlap is how far before the current window's end the next
+	// one starts: a store that starts before it and reaches past the
+	// window (one larger than prepareOverlap) finds the prepared window
+	// too late, and remaps. Started where the stores were at the half,
+	// windows advanced by half a window, and there were twice as many.
+	prepareOverlap = 64 << 10
 )
 
 // The system calls remap makes, as variables so that a test can make them
@@ -35,6 +54,24 @@ type mapping struct {
 	data      []byte // the mapped window; nil if none
 	off       int64  // the file offset of data[0], a multiple of the page size
 	allocated int64  // the file's length as fallocate left it
+
+	// next is the window being made ready in the background, or nil (see
+	// prepare); retiring counts the old windows being unmapped in the
+	// background. Only the storing goroutine reads or changes either, and
+	// it waits for both before it unmaps, cuts or closes, as it waits for
+	// populating before it unmaps the current window.
+	next       *nextWindow
+	retiring   sync.WaitGroup
+	populating sync.WaitGroup // see populate
+}
+
+// nextWindow is a window that prepare's goroutine allocates, maps and
+// faults in. Its fields are the goroutine's until done is closed.
+type nextWindow struct {
+	off       int64  // the file offset of data[0], a page boundary
+	data      []byte // nil if a step failed
+	allocated int64  // the file's length once allocated for the window
+	done      chan struct{}
 }
 
 // StoreAt implements Mapper. Durability needs only Sync (fsync): on Linux a
@@ -48,11 +85,99 @@ func (f osFile) StoreAt(p []byte, off int64) error {
 	}
 	end := off + int64(len(p))
 	if m.data == nil || off < m.off || end > m.off+int64(len(m.data)) {
-		if err := f.remap(off, end); err != nil {
-			return err
+		if !m.switchWindow(off, end) {
+			if err := f.remap(off, end); err != nil {
+				return err
+			}
+			m.populate(end)
 		}
 	}
-	return storeGuarded(m.data[off-m.off:end-m.off], p, f.Name())
+	if err := storeGuarded(m.data[off-m.off:end-m.off], p, f.Name()); err != nil {
+		return err
+	}
+	if m.next == nil && 2*(end-m.off) > int64(len(m.data)) {
+		f.prepare(max(end, m.off+int64(len(m.data))-prepareOverlap))
+	}
+	return nil
+}
+
+// prepare starts a goroutine that makes ready the window to follow the
+// current one, for the stores from offset from on: it allocates the file
+// as remap would, maps mapWindow bytes from the page holding from, and
+// faults the window's pages in writable (MADV_POPULATE_WRITE), so that the
+// stores into it take no page faults. (Faulting them in only readable made
+// the stores slower than no faulting at all.) The pages are then dirty:
+// zeros, which the file holds there anyway, that a Sync would write. Cut
+// discards those past the last store, so a caller that cuts before it
+// syncs (the WAL's MarkEnd) writes none of them. If a step fails, the
+// window is not used, and remap, at the store that needs it, makes the
+// calls again and meets any error itself; the failure of the fault-in
+// alone (a kernel without MADV_POPULATE_WRITE) is ignored.
+func (f osFile) prepare(from int64) {
+	m := f.m
+	page := int64(os.Getpagesize())
+	n := &nextWindow{off: from / page * page, allocated: m.allocated, done: make(chan struct{})}
+	m.next = n
+	fd := int(f.Fd())
+	go func() {
+		defer close(n.done)
+		if end := n.off + mapWindow; end > n.allocated {
+			step := min(max(n.allocated, allocStepMin), allocStepMax)
+			alloc := (end + step - 1) / step * step
+			if allocate(fd, alloc) != nil {
+				return
+			}
+			n.allocated = alloc
+		}
+		data, err := mmap(fd, n.off, mapWindow, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			return
+		}
+		unix.Madvise(data, unix.MADV_POPULATE_WRITE) // see above: an error leaves the faults to the stores
+		n.data = data
+	}()
+}
+
+// populate faults in, in the background, the pages of the current window
+// past the one holding offset from, as prepare does for a window it makes
+// ready: the window remap mapped for a store (the first of a file, or one
+// prepare could not make ready), whose later stores would otherwise take
+// a page fault each.
+func (m *mapping) populate(from int64) {
+	page := int64(os.Getpagesize())
+	start := (from - m.off + page - 1) / page * page
+	if start >= int64(len(m.data)) {
+		return
+	}
+	rest := m.data[start:]
+	m.populating.Go(func() { unix.Madvise(rest, unix.MADV_POPULATE_WRITE) }) // an error leaves the faults to the stores
+}
+
+// switchWindow makes the prepared window, once ready, the current one if
+// it holds [off, end), and unmaps the old one in the background. It
+// reports whether it did; if not, it drops the prepared window, and the
+// caller remaps.
+func (m *mapping) switchWindow(off, end int64) bool {
+	n := m.next
+	if n == nil {
+		return false
+	}
+	m.next = nil
+	<-n.done
+	m.allocated = max(m.allocated, n.allocated)
+	if n.data == nil {
+		return false
+	}
+	if off < n.off || end > n.off+int64(len(n.data)) {
+		unix.Munmap(n.data)
+		return false
+	}
+	if old := m.data; old != nil {
+		m.populating.Wait()
+		m.retiring.Go(func() { unix.Munmap(old) })
+	}
+	m.data, m.off = n.data, n.off
+	return true
 }
 
 // remap maps the window that starts at the page holding off and reaches at
@@ -160,9 +285,23 @@ func (f osFile) Cut(size int64) error {
 	return nil
 }
 
-// unmap drops the window, if any.
+// unmap drops the window, if any, after waiting for the background work
+// of prepare and switchWindow, and drops the prepared window too.
 func (m *mapping) unmap() error {
-	if m == nil || m.data == nil {
+	if m == nil {
+		return nil
+	}
+	if n := m.next; n != nil {
+		m.next = nil
+		<-n.done
+		m.allocated = max(m.allocated, n.allocated)
+		if n.data != nil {
+			unix.Munmap(n.data)
+		}
+	}
+	m.retiring.Wait()
+	m.populating.Wait()
+	if m.data == nil {
 		return nil
 	}
 	err := unix.Munmap(m.data)

@@ -60,7 +60,10 @@ type Mapper interface {
 	WriteAt(p []byte, off int64) (int, error)
 	// Cut releases the mapping and truncates the file to size, the end of
 	// the last store or WriteAt, removing the zeros allocated past it. It
-	// makes nothing durable: a Sync after it does.
+	// makes nothing durable: a Sync after it does. A Sync before it may
+	// also write pages of zeros past the last store, which a Mapper may
+	// dirty ahead of the stores (the operating system's does): cut first
+	// to write only what was stored.
 	Cut(size int64) error
 }
 

@@ -85,7 +85,11 @@
 // the row cache's hit rate; -row-cache BYTES turns the row cache on. -plot
 // then draws the throughput and the p99 latencies.
 //
-// -cpuprofile and -memprofile write profiles of the run for go tool pprof.
+// -cpuprofile and -memprofile write profiles of the run for go tool pprof;
+// -blockprofile and -mutexprofile record where goroutines waited (every
+// wait of a microsecond or more, every contended lock), and -trace writes
+// an execution trace for go tool trace (go tool trace -pprof=sched FILE
+// lists where goroutines waited to run, a garbage collection included).
 //
 // Progress bars go to stderr when it is a terminal; the results go to
 // stdout, as a table or, with -json, as JSON.
@@ -97,7 +101,9 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
+	"time"
 
 	"golang.org/x/term"
 )
@@ -133,9 +139,12 @@ func main() {
 	flag.StringVar(&cfg.scale, "scale", "", "comma-separated key counts (1e6,1e7,1e8): measure fill and reads at each, in fresh processes")
 	flag.StringVar(&cfg.scaleFrom, "scale-from", "", "comma-separated JSON outputs of -scale runs: print and plot their points instead of measuring")
 	flag.BoolVar(&cfg.metrics, "metrics", false, "print the store's metrics (write amplification, bytes written per level) after the run")
-	var cpuProfile, memProfile string
+	var cpuProfile, memProfile, blockProfile, mutexProfile, traceFile string
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.StringVar(&memProfile, "memprofile", "", "write a heap profile to this file after the run: what was allocated (go tool pprof -sample_index=alloc_space) and what was still in use")
+	flag.StringVar(&blockProfile, "blockprofile", "", "write a profile of where goroutines blocked (waits of 1 µs or more) to this file after the run")
+	flag.StringVar(&mutexProfile, "mutexprofile", "", "write a profile of contended locks to this file after the run")
+	flag.StringVar(&traceFile, "trace", "", "write an execution trace of the run to this file (go tool trace)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "kvbench: unexpected arguments %q\n", flag.Args())
@@ -145,17 +154,25 @@ func main() {
 		cfg.benchmarks = strings.Split(benchmarks, ",")
 	}
 	cfg.progress = term.IsTerminal(int(os.Stderr.Fd()))
-	if err := profiled(cpuProfile, memProfile, func() error { return run(cfg, os.Stdout, os.Stderr) }); err != nil {
+	run := func() error { return run(cfg, os.Stdout, os.Stderr) }
+	if err := profiled(profiles{cpu: cpuProfile, mem: memProfile, block: blockProfile, mutex: mutexProfile, trace: traceFile}, run); err != nil {
 		fmt.Fprintf(os.Stderr, "kvbench: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-// profiled runs f, writing a CPU profile of it to cpuFile and a heap profile
-// after it to memFile, each unless its name is empty.
-func profiled(cpuFile, memFile string, f func() error) error {
-	if cpuFile != "" {
-		out, err := os.Create(cpuFile)
+// profiles names the files the run's profiles go to; an empty name writes
+// none.
+type profiles struct {
+	cpu, mem, block, mutex, trace string
+}
+
+// profiled runs f with the profiles p names: a CPU profile and an execution
+// trace of it, and after it the heap, blocking and lock contention
+// profiles.
+func profiled(p profiles, f func() error) error {
+	if p.cpu != "" {
+		out, err := os.Create(p.cpu)
 		if err != nil {
 			return err
 		}
@@ -165,18 +182,47 @@ func profiled(cpuFile, memFile string, f func() error) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if p.trace != "" {
+		out, err := os.Create(p.trace)
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		if err := trace.Start(out); err != nil {
+			return err
+		}
+		defer trace.Stop()
+	}
+	if p.block != "" {
+		runtime.SetBlockProfileRate(int(time.Microsecond))
+	}
+	if p.mutex != "" {
+		runtime.SetMutexProfileFraction(1)
+	}
 	if err := f(); err != nil {
 		return err
 	}
-	if memFile == "" {
-		return nil
+	if p.mem != "" {
+		runtime.GC() // the in-use figures are those of the last GC: make it now
 	}
-	out, err := os.Create(memFile)
+	for _, w := range []struct{ file, profile string }{{p.mem, "heap"}, {p.block, "block"}, {p.mutex, "mutex"}} {
+		if w.file == "" {
+			continue
+		}
+		if err := writeProfile(w.file, w.profile); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeProfile writes the runtime profile of that name to file.
+func writeProfile(file, name string) error {
+	out, err := os.Create(file)
 	if err != nil {
 		return err
 	}
-	runtime.GC() // the in-use figures are those of the last GC: make it now
-	if err := pprof.WriteHeapProfile(out); err != nil {
+	if err := pprof.Lookup(name).WriteTo(out, 0); err != nil {
 		out.Close()
 		return err
 	}

@@ -282,9 +282,12 @@ type Writer struct {
 	f vfs.File
 	// m is set by NewMappedWriter: groups are stored through f's mapping,
 	// and Close cuts the zeros allocated past them. Once the kernel has
-	// refused a window (refused), groups are written with m.WriteAt.
+	// refused a window (refused), groups are written with m.WriteAt; once
+	// MarkEnd has cut those zeros (cut), the end marker is too, and Close
+	// cuts nothing.
 	m       vfs.Mapper
 	refused bool
+	cut     bool
 	salt    uint64     // in the LOG fragment; seals the COMMIT and END fragments
 	buf     []byte     // the group being framed; reused
 	size    int64      // bytes written to f
@@ -372,11 +375,21 @@ func (w *Writer) WriteGroup(recs [][]byte, syncNext bool) error {
 
 // MarkEnd syncs the log (unless the last Sync covered all of it), appends
 // an end marker that claims every byte before it as durable, and syncs
-// again, cutting a mapped log's allocated tail first so that the same fsync
-// makes the log's final length durable. A reader then knows the log was
-// closed cleanly, and that damage anywhere in it is no torn write. Nothing
-// may be written after it; Close still closes the file.
+// again. A mapped log's allocated tail is cut first, so that the first
+// fsync writes no page past the log's end (the mapping may have dirtied
+// pages ahead of the stores, see vfs.Mapper) and the last one makes the
+// log's final length durable; the end marker is then written with
+// WriteAt. A reader then knows the log was closed cleanly, and that damage
+// anywhere in it is no torn write. Nothing may be written after it; Close
+// still closes the file.
 func (w *Writer) MarkEnd() error {
+	if w.err == nil && w.m != nil && !w.cut {
+		if err := w.m.Cut(w.size); err != nil {
+			w.err = fmt.Errorf("wal: cutting the log's allocated tail failed, log unusable: %w", err)
+			return w.err
+		}
+		w.cut = true
+	}
 	if w.err == nil && w.synced < w.size {
 		if err := w.Sync(); err != nil {
 			return err
@@ -392,7 +405,7 @@ func (w *Writer) MarkEnd() error {
 	if err := w.write(b); err != nil {
 		return err
 	}
-	if err := w.sync(true); err != nil {
+	if err := w.Sync(); err != nil {
 		return err
 	}
 	w.err = errEnded
@@ -645,11 +658,7 @@ func fragmentType(first, last bool) byte {
 // last COMMIT, it first writes a COMMIT for them, so that a synced log ends
 // in a COMMIT: recovery takes a log that ends inside a group for one whose
 // last write was torn, which only the newest log with bytes may be.
-func (w *Writer) Sync() error { return w.sync(false) }
-
-// sync is Sync; with cut set, a mapped log is cut to its end (see Close)
-// before the file is synced, so that one fsync makes both durable.
-func (w *Writer) sync(cut bool) error {
+func (w *Writer) Sync() error {
 	if w.err != nil {
 		return w.err
 	}
@@ -657,13 +666,6 @@ func (w *Writer) sync(cut bool) error {
 		if err := w.writeCommitted(w.appendCommit(w.buf[:0])); err != nil {
 			return err
 		}
-	}
-	if cut && w.m != nil {
-		if err := w.m.Cut(w.size); err != nil {
-			w.err = fmt.Errorf("wal: cutting the log's allocated tail failed, log unusable: %w", err)
-			return w.err
-		}
-		w.m = nil
 	}
 	if err := w.f.Sync(); err != nil {
 		// After a failed fsync the kernel may have dropped the dirty pages;
@@ -677,7 +679,7 @@ func (w *Writer) sync(cut bool) error {
 
 // Mapped reports whether groups are stored through a mapping of the file
 // (see NewMappedWriter) rather than written.
-func (w *Writer) Mapped() bool { return w.m != nil && !w.refused }
+func (w *Writer) Mapped() bool { return w.m != nil && !w.refused && !w.cut }
 
 // StoredSize returns the part of Size stored through the file's mapping
 // rather than written: all of it for a mapped log, none for a written one,
@@ -707,7 +709,7 @@ func (w *Writer) Close() error {
 	}
 	w.wb.stop()
 	var err error
-	if w.m != nil {
+	if w.m != nil && !w.cut {
 		err = w.m.Cut(w.size)
 	}
 	w.err = errClosed
