@@ -185,4 +185,3 @@ func TestErrorFSReadMapper(t *testing.T) {
 		t.Fatalf("MapForReads with opens failing: %v", err)
 	}
 }
-
