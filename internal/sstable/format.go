@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
@@ -150,6 +151,26 @@ func decodeBlockInto(file string, off int64, buf, dst []byte) ([]byte, error) {
 		dst = make([]byte, dlen)
 	}
 	return decompress(file, off, typ, dst[:dlen], contents)
+}
+
+// decodeBlockCopy is decodeBlock for a block as stored in memory that is
+// not the caller's to keep, a file's mapping (see ViewFile): the contents
+// returned are always a new slice, decompressed or copied from buf. An
+// access to buf may fault and stop it (vfs.ReadMapper.ViewAt), so buf is
+// only read by code that keeps no state across calls: the checksum, a
+// copy, snappy's decoder. zstd's decoder, shared by the process, decodes a
+// copy.
+func decodeBlockCopy(file string, off int64, buf []byte) ([]byte, error) {
+	contents, typ, dlen, err := checkBlock(file, off, buf)
+	switch {
+	case err != nil:
+		return nil, err
+	case typ == blockTypeRaw:
+		return slices.Clone(contents), nil
+	case typ == blockTypeZstd:
+		contents = slices.Clone(contents)
+	}
+	return decompress(file, off, typ, make([]byte, dlen), contents)
 }
 
 // checkBlock checks a block as stored (contents and trailer) read from

@@ -141,6 +141,7 @@ func (t *GetTrace) String() string {
 // iterators themselves must not.
 type Reader struct {
 	f     File
+	view  ViewFile // f, if it is a ViewFile: data blocks are read through it
 	name  string
 	opts  ReaderOptions
 	stats *Stats // never nil: opts.Stats or a private one
@@ -173,6 +174,21 @@ type File interface {
 	Size() (int64, error)
 }
 
+// ViewFile is implemented by a File that can show its bytes in place,
+// without a system call or a copy into a buffer of the reader's: the DB's
+// table cache when it reads through memory mappings (a vfs.ReadMapper). A
+// Reader reads data blocks through ViewAt, checking and decoding each
+// block into memory of its own (see Reader.readBlock), and its other
+// blocks, read once at Open, with ReadAt.
+type ViewFile interface {
+	File
+	// ViewAt calls fn with the n bytes at off, which fn must neither
+	// modify nor keep after it returns, and returns fn's error or the
+	// read's (one naming the file). ok false, with fn not called, says the
+	// file does not show its bytes in place: the caller reads with ReadAt.
+	ViewAt(off int64, n int, fn func(b []byte) error) (ok bool, err error)
+}
+
 // Open reads a table's footer, metaindex, index, properties and filter
 // (checking every checksum) and returns a Reader for it. fileName names the
 // file in errors. Once Open succeeds the Reader owns f and Close closes it;
@@ -181,6 +197,7 @@ type File interface {
 // base.ErrCorruption.
 func Open(f File, fileName string, opts ReaderOptions) (*Reader, error) {
 	r := &Reader{f: f, name: fileName, opts: opts, stats: opts.Stats}
+	r.view, _ = f.(ViewFile)
 	if r.stats == nil {
 		r.stats = &Stats{}
 	}
@@ -327,9 +344,33 @@ func (r *Reader) readError(buf []byte, off int64, err error) error {
 
 // readBlock reads the block h names from the file, checks it and returns
 // its contents, decompressed. It counts one block read.
+//
+// Through a ViewFile, the block is checked in place and decompressed, or
+// copied, onto the heap: what readBlock returns never aliases the file's
+// mapping, which the table cache unmaps when it closes the file, so the
+// block cache may hold it, and Get's value and an iterator's may keep it,
+// for as long as they like.
 func (r *Reader) readBlock(h blockHandle) ([]byte, error) {
 	if err := r.checkHandle(h); err != nil {
 		return nil, err
+	}
+	if r.view != nil {
+		var b []byte
+		var decodeErr error
+		ok, err := r.view.ViewAt(int64(h.offset), int(h.length)+blockTrailerLen, func(stored []byte) error {
+			b, decodeErr = decodeBlockCopy(r.name, int64(h.offset), stored)
+			return decodeErr
+		})
+		if ok {
+			if err == decodeErr && err != nil {
+				return nil, err
+			}
+			if err != nil {
+				return nil, fmt.Errorf("sstable: %s: reading %d bytes at offset %d: %w", r.name, int(h.length)+blockTrailerLen, h.offset, err)
+			}
+			r.stats.BlockReads.Add(1)
+			return b, nil
+		}
 	}
 	buf := make([]byte, h.length+blockTrailerLen)
 	if err := r.readAt(buf, int64(h.offset)); err != nil {
