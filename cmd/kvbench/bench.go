@@ -40,8 +40,10 @@ type config struct {
 	compressionPolicy shale.CompressionPolicy
 	bloomBits         int
 	// filter is -filter: how the -bloom-bits are spent (see filterPolicy).
-	filter         string
-	cacheSize      int
+	filter    string
+	cacheSize int
+	// mmapReads is -mmap: Options.MmapReads.
+	mmapReads      bool
 	sync           bool
 	concurrency    int
 	dir            string
@@ -184,6 +186,7 @@ func (cfg *config) options(bloomBits int, autoCompactions bool) *shale.Options {
 		BloomBitsPerKey:             bloomBits,
 		FilterPolicy:                cfg.filterPolicy(bloomBits),
 		BlockCacheSize:              cfg.cacheSize,
+		MmapReads:                   cfg.mmapReads,
 		Compression:                 cfg.compressionPolicy,
 		RowCacheSize:                cfg.rowCache,
 		MemTableSize:                cfg.memTableSize,
@@ -481,13 +484,13 @@ func (b *bench) run(name string, n int, progress io.Writer) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	rss, err := procstat.PeakRSS()
+	rss, err := procstat.Status("VmHWM", "RssFile")
 	if err != nil {
 		return result{}, err
 	}
 	r := newResult(name, n, int(hits.Load()), wl.write, elapsed, before, b.db.Metrics(), ioAfter.Sub(ioBefore))
 	r.CPUNanosPerOp = float64(cpuAfter-cpuBefore) / float64(n)
-	r.PeakRSS = rss
+	r.PeakRSS, r.FileRSS = rss[0], rss[1]
 	if b.cfg.settle && wl.write {
 		r.Settle, err = b.settle(before, ioBefore, cpuBefore, n)
 	}
