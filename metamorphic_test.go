@@ -81,6 +81,13 @@ func metaConfigs(seed uint64) []metaConfig {
 		// across reopens and crashes, so that each mode recovers the
 		// other's logs.
 		{"wal-write", smallOptions(Options{DisableWALMapping: true}), nil},
+		// Tables read through mappings, two files open at a time, so
+		// that mappings come and go with the table cache's evictions;
+		// then with ReadAt across a reopen, and mapped again.
+		{"mmap-reads", smallOptions(Options{MmapReads: true, MaxOpenFiles: 2}), []Options{
+			smallOptions(Options{}),
+			smallOptions(Options{MmapReads: true, BlockCacheSize: -1}),
+		}},
 		// The compression changes too, so that the store mixes tables of
 		// every compression.
 		{"changing-options", smallOptions(Options{Prefix: FixedPrefix(2), Compression: PerLevelCompression{6: ZstdCompression}}), []Options{
@@ -137,9 +144,10 @@ func metaRandomConfig(seed uint64) metaConfig {
 	if rng.IntN(2) == 0 {
 		o.DisableWALMapping, wal = true, "write"
 	}
-	name := fmt.Sprintf("random(memtable %d, block %d, cache %d, immutable %d, L0 %d, file %d, L1 %d, filter %s, prefix %s, range filter bits %d, no compactions %v, nosync %v, WAL %s)",
+	o.MmapReads = rng.IntN(2) == 0
+	name := fmt.Sprintf("random(memtable %d, block %d, cache %d, immutable %d, L0 %d, file %d, L1 %d, filter %s, prefix %s, range filter bits %d, no compactions %v, nosync %v, WAL %s, mmap reads %v)",
 		o.MemTableSize, o.BlockSize, o.BlockCacheSize, o.MaxImmutableMemTables, o.L0CompactionThreshold,
-		o.TargetFileSize, o.LBaseMaxBytes, filter, prefix, rangeBits, o.DisableAutomaticCompactions, o.NoSync, wal)
+		o.TargetFileSize, o.LBaseMaxBytes, filter, prefix, rangeBits, o.DisableAutomaticCompactions, o.NoSync, wal, o.MmapReads)
 	return metaConfig{name, o, nil}
 }
 
