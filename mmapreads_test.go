@@ -40,7 +40,7 @@ func TestMmapReadsTableCutShort(t *testing.T) {
 
 func testMmapReadsTableCutShort(t *testing.T, compression CompressionPolicy) {
 	dir := t.TempDir()
-	db := mustOpen(t, dir, &Options{MmapReads: true, BlockCacheSize: -1, NoSync: true, Compression: compression,
+	db := mustOpen(t, dir, &Options{BlockCacheSize: -1, NoSync: true, Compression: compression,
 		DisableAutomaticCompactions: true, DisableReadCompactions: true})
 	const keys = 2000
 	key := func(i int) []byte { return fmt.Appendf(nil, "key%05d", i) }
@@ -112,14 +112,14 @@ func testMmapReadsTableCutShort(t *testing.T, compression CompressionPolicy) {
 	}
 }
 
-// TestMmapReadsNoReadAt: with MmapReads, Gets and iterators read data
-// blocks through the mapping, with no ReadAt once the tables are open;
-// without it, through ReadAt. The answers are the same.
+// TestMmapReadsNoReadAt: by default, Gets and iterators read data blocks
+// through the mapping, with no ReadAt once the tables are open; with
+// DisableMmapReads, through ReadAt. The answers are the same.
 func TestMmapReadsNoReadAt(t *testing.T) {
 	for _, mapped := range []bool{false, true} {
 		t.Run(fmt.Sprintf("mmap=%v", mapped), func(t *testing.T) {
 			fs := &readCountFS{FS: vfs.NewMem()}
-			db := mustOpen(t, "db", &Options{FS: fs, MmapReads: mapped, BlockCacheSize: -1, MemTableSize: 16 << 10,
+			db := mustOpen(t, "db", &Options{FS: fs, DisableMmapReads: !mapped, BlockCacheSize: -1, MemTableSize: 16 << 10,
 				TargetFileSize: 32 << 10, DisableReadCompactions: true})
 			defer db.Close()
 			const keys = 3000
@@ -152,7 +152,7 @@ func TestMmapReadsNoReadAt(t *testing.T) {
 			reads, views := fs.readAts.Load(), fs.views.Load()
 			t.Logf("%d ReadAt calls, %d views", reads, views)
 			if mapped && (reads != 0 || views == 0) || !mapped && (reads == 0 || views != 0) {
-				t.Fatalf("MmapReads %v: %d ReadAt calls and %d views by Gets and an iterator", mapped, reads, views)
+				t.Fatalf("mapped reads %v: %d ReadAt calls and %d views by Gets and an iterator", mapped, reads, views)
 			}
 		})
 	}

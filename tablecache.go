@@ -27,10 +27,10 @@ package shale
 // descriptor in use waits for one to be returned (reads never wait on
 // anything else while they hold one, so this cannot deadlock).
 //
-// With Options.MmapReads, each descriptor the cache opens is also mapped,
-// read-only, whole (vfs.ReadMapper), and the data blocks of Gets and
-// iterators are read through the mapping (sstable.ViewFile) rather than
-// with pread(2): the mapping lives exactly as long as its descriptor, so
+// Unless Options.DisableMmapReads, each descriptor the cache opens is
+// also mapped, read-only, whole (vfs.ReadMapper), and the data blocks of
+// Gets and iterators are read through the mapping (sstable.ViewFile)
+// rather than with pread(2): the mapping lives exactly as long as its descriptor, so
 // the cache's bound on open files bounds the mappings too, and closing a
 // descriptor unmaps its file. A view borrows the descriptor as a read
 // does, so no mapping is unmapped while a read is in it, and nothing a
@@ -57,8 +57,8 @@ import (
 type tableCache struct {
 	fs  vfs.FS
 	max int
-	// mapReads maps each descriptor opened for data block reads through
-	// ViewAt (Options.MmapReads).
+	// mapReads maps each descriptor opened, for data block reads through
+	// ViewAt (not Options.DisableMmapReads).
 	mapReads bool
 
 	mu sync.Mutex

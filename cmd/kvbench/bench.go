@@ -42,7 +42,7 @@ type config struct {
 	// filter is -filter: how the -bloom-bits are spent (see filterPolicy).
 	filter    string
 	cacheSize int
-	// mmapReads is -mmap: Options.MmapReads.
+	// mmapReads is -mmap: not Options.DisableMmapReads.
 	mmapReads      bool
 	sync           bool
 	concurrency    int
@@ -186,7 +186,7 @@ func (cfg *config) options(bloomBits int, autoCompactions bool) *shale.Options {
 		BloomBitsPerKey:             bloomBits,
 		FilterPolicy:                cfg.filterPolicy(bloomBits),
 		BlockCacheSize:              cfg.cacheSize,
-		MmapReads:                   cfg.mmapReads,
+		DisableMmapReads:            !cfg.mmapReads,
 		Compression:                 cfg.compressionPolicy,
 		RowCacheSize:                cfg.rowCache,
 		MemTableSize:                cfg.memTableSize,

@@ -106,7 +106,7 @@ func main() {
 	flag.IntVar(&cfg.bloomBits, "bloom-bits", 10, "Bloom filter bits per key (-1: no filters)")
 	flag.StringVar(&cfg.filter, "filter", "bloom", "how tables spend -bloom-bits: bloom (a Bloom filter of that size in every table), monkey (MonkeyBloom: Bloom filters sized per sorted run, that size on average) or ribbon (a Ribbon filter of that size in every table)")
 	flag.IntVar(&cfg.cacheSize, "cache-size", 8<<20, "block cache size in bytes (negative: no cache)")
-	flag.BoolVar(&cfg.mmapReads, "mmap", false, "read tables through memory mappings (Options.MmapReads)")
+	flag.BoolVar(&cfg.mmapReads, "mmap", true, "read tables through memory mappings (false: Options.DisableMmapReads, pread only)")
 	flag.BoolVar(&cfg.sync, "sync", false, "fsync every write")
 	flag.IntVar(&cfg.concurrency, "concurrency", 1, "goroutines per workload")
 	flag.IntVar(&cfg.concurrency, "threads", 1, "the same as -concurrency")

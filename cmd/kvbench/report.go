@@ -48,7 +48,7 @@ type result struct {
 	// FileRSS is the part of the process's resident set that is files'
 	// pages (RssFile) at the end of the workload, in bytes: the page cache
 	// pages mapped into the process, tables read through mappings
-	// (Options.MmapReads) and the WAL's window among them.
+	// (unless Options.DisableMmapReads) and the WAL's window among them.
 	FileRSS int64 `json:"file_rss"`
 	// Settle is a write workload's aftermath, with -settle.
 	Settle *settleResult `json:"settle,omitempty"`
