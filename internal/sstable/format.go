@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
-	"slices"
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
@@ -166,11 +165,20 @@ func decodeBlockCopy(file string, off int64, buf []byte) ([]byte, error) {
 	case err != nil:
 		return nil, err
 	case typ == blockTypeRaw:
-		return slices.Clone(contents), nil
+		return copyOf(contents), nil
 	case typ == blockTypeZstd:
-		contents = slices.Clone(contents)
+		contents = copyOf(contents)
 	}
 	return decompress(file, off, typ, make([]byte, dlen), contents)
+}
+
+// copyOf returns a copy of b of its length and capacity. (The compiler
+// makes this make and copy one allocation that is not zeroed first, where
+// slices.Clone rounds the capacity up to a size class and zeroes the rest.)
+func copyOf(b []byte) []byte {
+	c := make([]byte, len(b))
+	copy(c, b)
+	return c
 }
 
 // checkBlock checks a block as stored (contents and trailer) read from
