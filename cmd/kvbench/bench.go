@@ -48,11 +48,13 @@ type config struct {
 	concurrency    int
 	dir            string
 	compareFilters bool
-	json           bool
-	plot           string
-	seed           int64
-	progress       bool // draw progress bars
-	metrics        bool // print the store's metrics after the run
+	// compareMmap is -compare-mmap (see compareMmap).
+	compareMmap bool
+	json        bool
+	plot        string
+	seed        int64
+	progress    bool // draw progress bars
+	metrics     bool // print the store's metrics after the run
 	// YCSB: -workload (empty: the db_bench workloads of benchmarks),
 	// -records, -ops and -row-cache.
 	workload string
@@ -108,6 +110,8 @@ func (cfg *config) validate() error {
 		return errors.New("-concurrency must be at least 1")
 	case cfg.compareFilters && cfg.bloomBits == shale.NoFilter:
 		return errors.New("-compare-filters needs filters: set -bloom-bits to at least 1")
+	case cfg.compareMmap && (cfg.compareFilters || !slices.Contains(cfg.benchmarks, "readrandom") || !slices.ContainsFunc(cfg.benchmarks, isWrite)):
+		return errors.New("-compare-mmap needs a write workload and readrandom, and not -compare-filters")
 	case cfg.compareFilters && !slices.ContainsFunc(cfg.benchmarks, isWrite):
 		return errors.New("-compare-filters needs a write workload (fillseq, fillrandom or overwrite) to build the data")
 	case len(cfg.benchmarks) == 0 && cfg.plot == "":
@@ -223,6 +227,8 @@ func run(cfg config, out, progress io.Writer) error {
 		err = runYCSB(cfg, dir, progress, &rep)
 	case cfg.compareFilters:
 		err = compareFilters(cfg, dir, progress, &rep)
+	case cfg.compareMmap:
+		err = compareMmap(cfg, dir, progress, &rep)
 	case len(cfg.benchmarks) > 0:
 		err = single(cfg, dir, progress, &rep)
 	}

@@ -118,6 +118,7 @@ func main() {
 	flag.BoolVar(&cfg.noReadCompactions, "no-read-compactions", false, "turn read compactions off (Options.DisableReadCompactions)")
 	flag.StringVar(&cfg.dir, "dir", "", "directory for the stores, empty or absent (default: a temporary directory, removed afterwards)")
 	flag.BoolVar(&cfg.compareFilters, "compare-filters", false, "run the read workloads with and without filters on the same data and layout")
+	flag.BoolVar(&cfg.compareMmap, "compare-mmap", false, "after the write workloads, run readrandom on the store opened twice, read-only, reading tables through mappings and with pread, in turns of 10,000 Gets")
 	flag.BoolVar(&cfg.json, "json", false, "print the results as JSON")
 	flag.StringVar(&cfg.plot, "plot", "", "draw false-positive rates and disk reads per absent lookup (YCSB: throughput and p99 latencies) into this PNG file")
 	flag.Int64Var(&cfg.seed, "seed", 1, "random seed")

@@ -19,7 +19,8 @@ import (
 // workload divided by its operations.
 type result struct {
 	Benchmark string `json:"benchmark"`
-	// Store is "bloom N" or "no filter" with -compare-filters, else empty.
+	// Store is "bloom N" or "no filter" with -compare-filters, "mmap" or
+	// "pread" for -compare-mmap's reads, else empty.
 	Store      string  `json:"store,omitempty"`
 	Write      bool    `json:"write"`
 	Ops        int     `json:"ops"`
