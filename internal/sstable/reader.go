@@ -141,7 +141,7 @@ func (t *GetTrace) String() string {
 // iterators themselves must not.
 type Reader struct {
 	f     File
-	view  ViewFile // f, if it is a ViewFile: data blocks are read through it
+	view  ViewFile // f, if it is a ViewFile: data blocks are read through it (viewBlock)
 	name  string
 	opts  ReaderOptions
 	stats *Stats // never nil: opts.Stats or a private one
@@ -344,33 +344,9 @@ func (r *Reader) readError(buf []byte, off int64, err error) error {
 
 // readBlock reads the block h names from the file, checks it and returns
 // its contents, decompressed. It counts one block read.
-//
-// Through a ViewFile, the block is checked in place and decompressed, or
-// copied, onto the heap: what readBlock returns never aliases the file's
-// mapping, which the table cache unmaps when it closes the file, so the
-// block cache may hold it, and Get's value and an iterator's may keep it,
-// for as long as they like.
 func (r *Reader) readBlock(h blockHandle) ([]byte, error) {
 	if err := r.checkHandle(h); err != nil {
 		return nil, err
-	}
-	if r.view != nil {
-		var b []byte
-		var decodeErr error
-		ok, err := r.view.ViewAt(int64(h.offset), int(h.length)+blockTrailerLen, func(stored []byte) error {
-			b, decodeErr = decodeBlockCopy(r.name, int64(h.offset), stored)
-			return decodeErr
-		})
-		if ok {
-			if err == decodeErr && err != nil {
-				return nil, err
-			}
-			if err != nil {
-				return nil, fmt.Errorf("sstable: %s: reading %d bytes at offset %d: %w", r.name, int(h.length)+blockTrailerLen, h.offset, err)
-			}
-			r.stats.BlockReads.Add(1)
-			return b, nil
-		}
 	}
 	buf := make([]byte, h.length+blockTrailerLen)
 	if err := r.readAt(buf, int64(h.offset)); err != nil {
@@ -378,6 +354,33 @@ func (r *Reader) readBlock(h blockHandle) ([]byte, error) {
 	}
 	r.stats.BlockReads.Add(1)
 	return decodeBlock(r.name, int64(h.offset), buf)
+}
+
+// viewBlock is readBlock through r.view: the block is checked in place
+// and decompressed, or copied, onto the heap. What it returns never
+// aliases the file's mapping, which the table cache unmaps when it closes
+// the file, so the block cache may hold it, and Get's value and an
+// iterator's may keep it, for as long as they like. ok is false when the
+// file does not show its bytes in place (see ViewFile).
+func (r *Reader) viewBlock(h blockHandle) (b []byte, ok bool, err error) {
+	if err := r.checkHandle(h); err != nil {
+		return nil, true, err
+	}
+	var decodeErr error
+	ok, err = r.view.ViewAt(int64(h.offset), int(h.length)+blockTrailerLen, func(stored []byte) error {
+		b, decodeErr = decodeBlockCopy(r.name, int64(h.offset), stored)
+		return decodeErr
+	})
+	switch {
+	case !ok:
+		return nil, false, nil
+	case err != nil && err == decodeErr:
+		return nil, true, err
+	case err != nil:
+		return nil, true, fmt.Errorf("sstable: %s: reading %d bytes at offset %d: %w", r.name, int(h.length)+blockTrailerLen, h.offset, err)
+	}
+	r.stats.BlockReads.Add(1)
+	return b, true, nil
 }
 
 // readPinned reads the blocks hs name into one buffer of manual memory,
@@ -449,8 +452,15 @@ func (r *Reader) dataBlock(h blockHandle, trace *GetTrace) ([]byte, error) {
 	if ok {
 		r.stats.CacheHits.Add(1)
 	} else {
+		viewed := false
 		var err error
-		if b, err = r.readBlock(h); err != nil {
+		if r.view != nil {
+			b, viewed, err = r.viewBlock(h)
+		}
+		if !viewed && err == nil {
+			b, err = r.readBlock(h)
+		}
+		if err != nil {
 			return nil, err
 		}
 		r.opts.Cache.Set(r.opts.FileNum, h.offset, b)
