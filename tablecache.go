@@ -30,14 +30,14 @@ package shale
 // Unless Options.DisableMmapReads, each descriptor the cache opens is
 // also mapped, read-only, whole (vfs.ReadMapper), and the data blocks of
 // Gets and iterators are read through the mapping (sstable.ViewFile)
-// rather than with pread(2): the mapping lives exactly as long as its descriptor, so
-// the cache's bound on open files bounds the mappings too, and closing a
-// descriptor unmaps its file. A view borrows the descriptor as a read
-// does, so no mapping is unmapped while a read is in it, and nothing a
-// read returns aliases a mapping (sstable.Reader.readBlock). A file the
-// kernel will not map (another file system, the process at its limit of
-// mappings) is read with pread(2) until the cache next opens it. Scans
-// and the reads that open a table use pread(2) whatever the option:
+// rather than with pread(2). The mapping lives exactly as long as its
+// descriptor, so the cache's bound on open files bounds the mappings too,
+// and closing a descriptor unmaps its file. A view borrows the descriptor
+// as a read does, so no mapping is unmapped while a read is in it, and
+// nothing a read returns aliases a mapping (sstable.Reader.viewBlock). A
+// file the kernel will not map (another file system, the process at its
+// limit of mappings) is read with pread(2) until the cache next opens it.
+// Scans and the reads that open a table use pread(2) whatever the option:
 // they read each block once, in large reads.
 
 import (
@@ -97,7 +97,7 @@ type tableFile struct {
 	// without c.mu by a reader that borrowed fd, during which it cannot
 	// change.
 	view       vfs.ReadMapper
-	busy       int  // ReadAt calls using fd
+	busy       int  // reads (ReadAt, ViewAt) using fd
 	opening    bool // a reader is opening the file
 	wasOpen    bool // fd was set once, so a new open is a reopen
 	closed     bool // Close was called

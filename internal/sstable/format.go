@@ -152,26 +152,6 @@ func decodeBlockInto(file string, off int64, buf, dst []byte) ([]byte, error) {
 	return decompress(file, off, typ, dst[:dlen], contents)
 }
 
-// decodeBlockCopy is decodeBlock for a block as stored in memory that is
-// not the caller's to keep, a file's mapping (see ViewFile): the contents
-// returned are always a new slice, decompressed or copied from buf. An
-// access to buf may fault and stop it (vfs.ReadMapper.ViewAt), so buf is
-// only read by code that keeps no state across calls: the checksum, a
-// copy, snappy's decoder. zstd's decoder, shared by the process, decodes a
-// copy.
-func decodeBlockCopy(file string, off int64, buf []byte) ([]byte, error) {
-	contents, typ, dlen, err := checkBlock(file, off, buf)
-	switch {
-	case err != nil:
-		return nil, err
-	case typ == blockTypeRaw:
-		return copyOf(contents), nil
-	case typ == blockTypeZstd:
-		contents = copyOf(contents)
-	}
-	return decompress(file, off, typ, make([]byte, dlen), contents)
-}
-
 // copyOf returns a copy of b of its length and capacity. (The compiler
 // makes this make and copy one allocation that is not zeroed first, where
 // slices.Clone rounds the capacity up to a size class and zeroes the rest.)

@@ -177,9 +177,9 @@ type File interface {
 // ViewFile is implemented by a File that can show its bytes in place,
 // without a system call or a copy into a buffer of the reader's: the DB's
 // table cache when it reads through memory mappings (a vfs.ReadMapper). A
-// Reader reads data blocks through ViewAt, checking and decoding each
-// block into memory of its own (see Reader.readBlock), and its other
-// blocks, read once at Open, with ReadAt.
+// Reader reads data blocks through ViewAt, copying each block out before
+// it checks and decodes it (see Reader.viewBlock), and its other blocks,
+// read once at Open, with ReadAt.
 type ViewFile interface {
 	File
 	// ViewAt calls fn with the n bytes at off, which fn must neither
@@ -356,31 +356,33 @@ func (r *Reader) readBlock(h blockHandle) ([]byte, error) {
 	return decodeBlock(r.name, int64(h.offset), buf)
 }
 
-// viewBlock is readBlock through r.view: the block is checked in place
-// and decompressed, or copied, onto the heap. What it returns never
-// aliases the file's mapping, which the table cache unmaps when it closes
-// the file, so the block cache may hold it, and Get's value and an
-// iterator's may keep it, for as long as they like. ok is false when the
-// file does not show its bytes in place (see ViewFile).
+// viewBlock is readBlock through r.view: the block as stored is copied
+// out of the view onto the heap, then checked and decompressed as a block
+// read with ReadAt is, so the bytes checked are the bytes used, and only
+// a copy touches the view (an access to a mapping may fault and stop it).
+// What it returns never aliases the file's mapping, which the table cache
+// unmaps when it closes the file, so the block cache may hold it, and
+// Get's value and an iterator's may keep it, for as long as they like. ok
+// is false when the file does not show its bytes in place (see ViewFile).
 func (r *Reader) viewBlock(h blockHandle) (b []byte, ok bool, err error) {
 	if err := r.checkHandle(h); err != nil {
 		return nil, true, err
 	}
-	var decodeErr error
-	ok, err = r.view.ViewAt(int64(h.offset), int(h.length)+blockTrailerLen, func(stored []byte) error {
-		b, decodeErr = decodeBlockCopy(r.name, int64(h.offset), stored)
-		return decodeErr
+	var buf []byte
+	n := int(h.length) + blockTrailerLen
+	ok, err = r.view.ViewAt(int64(h.offset), n, func(stored []byte) error {
+		buf = copyOf(stored)
+		return nil
 	})
 	switch {
 	case !ok:
 		return nil, false, nil
-	case err != nil && err == decodeErr:
-		return nil, true, err
 	case err != nil:
-		return nil, true, fmt.Errorf("sstable: %s: reading %d bytes at offset %d: %w", r.name, int(h.length)+blockTrailerLen, h.offset, err)
+		return nil, true, fmt.Errorf("sstable: %s: reading %d bytes at offset %d: %w", r.name, n, h.offset, err)
 	}
 	r.stats.BlockReads.Add(1)
-	return b, true, nil
+	b, err = decodeBlock(r.name, int64(h.offset), buf)
+	return b, true, err
 }
 
 // readPinned reads the blocks hs name into one buffer of manual memory,
