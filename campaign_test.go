@@ -24,10 +24,13 @@ var long = flag.Bool("long", false, "run the long crash, fault and metamorphic c
 // shared mapping of the file (the default), or written with write(2)
 // (Options.DisableWALMapping). The two leave different bytes to a crash
 // (a mapped WAL ends in allocated zeros until it is closed) and issue
-// different operations (a mapped WAL's Close cuts the file).
+// different operations (a mapped WAL's Close cuts the file). The mapped
+// mode reads tables through mappings too (the default), so that faults
+// of views and mappings are campaigned; the written one with ReadAt
+// (Options.DisableMmapReads).
 type walMode struct {
 	name  string
-	write bool // Options.DisableWALMapping
+	write bool // Options.DisableWALMapping and DisableMmapReads
 }
 
 var walModes = []walMode{{"mapped", false}, {"write", true}}
@@ -40,6 +43,7 @@ func campaignOptions(fs vfs.FS, noSync bool, wal walMode) *Options {
 		FS:                    fs,
 		NoSync:                noSync,
 		DisableWALMapping:     wal.write,
+		DisableMmapReads:      wal.write,
 		MemTableSize:          8 << 10,
 		BlockSize:             512,
 		BlockCacheSize:        32 << 10,

@@ -102,7 +102,7 @@ func (e *CheckError) Unwrap() []error { return e.Problems }
 // (readCurrent, openTable, writeTables, createManifest). It has no memtable,
 // WAL, block cache or background work, and its version is empty.
 func offlineDB(dir string, o Options) *DB {
-	return &DB{dir: dir, opts: o, fs: o.FS, tableCache: newTableCache(o.FS, o.MaxOpenFiles), current: newVersion(&manifest.Version{}, nil)}
+	return &DB{dir: dir, opts: o, fs: o.FS, tableCache: newTableCache(o.FS, o.MaxOpenFiles, !o.DisableMmapReads), current: newVersion(&manifest.Version{}, nil)}
 }
 
 // lockClosed takes the LOCK of the store in db.dir, which must exist (it is

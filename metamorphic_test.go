@@ -81,6 +81,15 @@ func metaConfigs(seed uint64) []metaConfig {
 		// across reopens and crashes, so that each mode recovers the
 		// other's logs.
 		{"wal-write", smallOptions(Options{DisableWALMapping: true}), nil},
+		// Tables are read through mappings unless a configuration
+		// disables it; this one reads them with ReadAt, then, across
+		// reopens, through mappings with two files open at a time (so
+		// that mappings come and go with the table cache's evictions)
+		// and no block cache, and with ReadAt again.
+		{"pread-reads", smallOptions(Options{DisableMmapReads: true}), []Options{
+			smallOptions(Options{MaxOpenFiles: 2, BlockCacheSize: -1}),
+			smallOptions(Options{DisableMmapReads: true, MaxOpenFiles: 2}),
+		}},
 		// The compression changes too, so that the store mixes tables of
 		// every compression.
 		{"changing-options", smallOptions(Options{Prefix: FixedPrefix(2), Compression: PerLevelCompression{6: ZstdCompression}}), []Options{
@@ -137,9 +146,10 @@ func metaRandomConfig(seed uint64) metaConfig {
 	if rng.IntN(2) == 0 {
 		o.DisableWALMapping, wal = true, "write"
 	}
-	name := fmt.Sprintf("random(memtable %d, block %d, cache %d, immutable %d, L0 %d, file %d, L1 %d, filter %s, prefix %s, range filter bits %d, no compactions %v, nosync %v, WAL %s)",
+	o.DisableMmapReads = rng.IntN(2) == 0
+	name := fmt.Sprintf("random(memtable %d, block %d, cache %d, immutable %d, L0 %d, file %d, L1 %d, filter %s, prefix %s, range filter bits %d, no compactions %v, nosync %v, WAL %s, pread only %v)",
 		o.MemTableSize, o.BlockSize, o.BlockCacheSize, o.MaxImmutableMemTables, o.L0CompactionThreshold,
-		o.TargetFileSize, o.LBaseMaxBytes, filter, prefix, rangeBits, o.DisableAutomaticCompactions, o.NoSync, wal)
+		o.TargetFileSize, o.LBaseMaxBytes, filter, prefix, rangeBits, o.DisableAutomaticCompactions, o.NoSync, wal, o.DisableMmapReads)
 	return metaConfig{name, o, nil}
 }
 

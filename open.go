@@ -48,7 +48,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		closing:   make(chan struct{}),
 	}
 	db.cond.L = &db.mu
-	db.tableCache = newTableCache(db.fs, o.MaxOpenFiles)
+	db.tableCache = newTableCache(db.fs, o.MaxOpenFiles, !o.DisableMmapReads)
 	db.memSlabs = memtable.NewRecycler(o.MemTableSize)
 	if o.BlockCacheSize > 0 {
 		db.cache = cache.New(o.BlockCacheSize)

@@ -19,10 +19,19 @@ import (
 // ways run against a model: each read must give the model's answer or an
 // error, never another value, a deleted or stale one, or "not found" for
 // a live key, and a scan must stop at the first error with the error set.
+// It runs with tables read with ReadAt and through mappings (the default),
+// where an injected read fails a view, and an injected open fails a
+// mapping too (the file is then read with ReadAt).
 func TestReadErrorsNeverAnswer(t *testing.T) {
+	for _, mapped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("mmap=%v", mapped), func(t *testing.T) { testReadErrorsNeverAnswer(t, mapped) })
+	}
+}
+
+func testReadErrorsNeverAnswer(t *testing.T, mapped bool) {
 	efs := vfs.NewErrorFS(vfs.NewMem())
 	db := mustOpen(t, "db", &Options{FS: efs, NoSync: true, MaxOpenFiles: 1, BlockCacheSize: -1, RowCacheSize: 64 << 10,
-		BlockSize: 64, TargetFileSize: 2 << 10, DisableAutomaticCompactions: true})
+		BlockSize: 64, TargetFileSize: 2 << 10, DisableAutomaticCompactions: true, DisableMmapReads: !mapped})
 	defer db.Close()
 	rng := rand.New(rand.NewPCG(5, 5))
 	model := map[string]string{}

@@ -26,6 +26,19 @@ package shale
 // descriptor in use is never closed, and a reader that finds every
 // descriptor in use waits for one to be returned (reads never wait on
 // anything else while they hold one, so this cannot deadlock).
+//
+// Unless Options.DisableMmapReads, each descriptor the cache opens is
+// also mapped, read-only, whole (vfs.ReadMapper), and the data blocks of
+// Gets and iterators are read through the mapping (sstable.ViewFile)
+// rather than with pread(2). The mapping lives exactly as long as its
+// descriptor, so the cache's bound on open files bounds the mappings too,
+// and closing a descriptor unmaps its file. A view borrows the descriptor
+// as a read does, so no mapping is unmapped while a read is in it, and
+// nothing a read returns aliases a mapping (sstable.Reader.viewBlock). A
+// file the kernel will not map (another file system, the process at its
+// limit of mappings) is read with pread(2) until the cache next opens it.
+// Scans and the reads that open a table use pread(2) whatever the option:
+// they read each block once, in large reads.
 
 import (
 	"errors"
@@ -44,6 +57,9 @@ import (
 type tableCache struct {
 	fs  vfs.FS
 	max int
+	// mapReads maps each descriptor opened, for data block reads through
+	// ViewAt (not Options.DisableMmapReads).
+	mapReads bool
 
 	mu sync.Mutex
 	// cond is broadcast when a descriptor is returned or closed, or an
@@ -60,8 +76,8 @@ type tableCache struct {
 	reopens atomic.Int64 // reads that had to open the file again
 }
 
-func newTableCache(fsys vfs.FS, maxOpen int) *tableCache {
-	c := &tableCache{fs: fsys, max: maxOpen}
+func newTableCache(fsys vfs.FS, maxOpen int, mapReads bool) *tableCache {
+	c := &tableCache{fs: fsys, max: maxOpen, mapReads: mapReads}
 	c.cond.L = &c.mu
 	c.lru.prev, c.lru.next = &c.lru, &c.lru
 	return c
@@ -76,17 +92,25 @@ type tableFile struct {
 	size int64
 
 	// Guarded by c.mu.
-	fd         vfs.File // nil while closed
-	busy       int      // ReadAt calls using fd
-	opening    bool     // a reader is opening the file
-	wasOpen    bool     // fd was set once, so a new open is a reopen
-	closed     bool     // Close was called
-	ready      bool     // the table is open: ReadAt is a use (see tableOpened)
+	fd vfs.File // nil while closed
+	// view is fd's mapping, nil if fd is not mapped. Set with fd; read
+	// without c.mu by a reader that borrowed fd, during which it cannot
+	// change.
+	view       vfs.ReadMapper
+	busy       int  // reads (ReadAt, ViewAt) using fd
+	opening    bool // a reader is opening the file
+	wasOpen    bool // fd was set once, so a new open is a reopen
+	closed     bool // Close was called
+	ready      bool // the table is open: ReadAt is a use (see tableOpened)
 	prev, next *tableFile
 }
 
-// A scan of a table reads it through ScanReadAt.
-var _ sstable.ScanFile = (*tableFile)(nil)
+// A scan of a table reads it through ScanReadAt; Gets and iterators read
+// data blocks through ViewAt.
+var (
+	_ sstable.ScanFile = (*tableFile)(nil)
+	_ sstable.ViewFile = (*tableFile)(nil)
+)
 
 // openFile opens the table file name, taking a slot of the cache, the
 // least recently used until the table is open (tableOpened) and read.
@@ -152,6 +176,14 @@ func (f *tableFile) openLocked(use bool) (vfs.File, error) {
 	f.opening = true
 	c.mu.Unlock()
 	fd, err := c.fs.Open(f.name)
+	var view vfs.ReadMapper
+	if m, ok := fd.(vfs.ReadMapper); ok && c.mapReads && err == nil {
+		// A file that cannot be mapped is read with pread(2) (see
+		// above): an error here is no read's.
+		if m.MapForReads() == nil {
+			view = m
+		}
+	}
 	c.mu.Lock()
 	f.opening = false
 	c.cond.Broadcast()
@@ -166,6 +198,7 @@ func (f *tableFile) openLocked(use bool) (vfs.File, error) {
 		c.reopens.Add(1)
 	}
 	f.fd, f.wasOpen, f.busy = fd, true, 1
+	f.view = view
 	if use {
 		c.pushFront(f)
 	} else {
@@ -204,7 +237,7 @@ func (f *tableFile) closeFD() error {
 	f.c.open--
 	f.c.cond.Broadcast()
 	err := f.fd.Close()
-	f.fd = nil
+	f.fd, f.view = nil, nil
 	return err
 }
 
@@ -240,6 +273,24 @@ func (f *tableFile) readAt(p []byte, off int64, use bool) (int, error) {
 	}
 	defer f.release()
 	return fd.ReadAt(p, off)
+}
+
+// ViewAt implements sstable.ViewFile, as a use: with mapped reads on, it
+// calls fn with the bytes in the file's mapping, opening the file again if
+// the cache closed it. ok is false when mapped reads are off, or the file
+// could not be mapped: the caller reads with ReadAt.
+func (f *tableFile) ViewAt(off int64, n int, fn func(b []byte) error) (ok bool, err error) {
+	if !f.c.mapReads {
+		return false, nil
+	}
+	if _, err := f.acquire(true); err != nil {
+		return true, err
+	}
+	defer f.release()
+	if f.view == nil {
+		return false, nil
+	}
+	return true, f.view.ViewAt(off, n, fn)
 }
 
 // Size is the file's size when it was opened: tables are immutable.

@@ -208,7 +208,7 @@ func TestTableCacheCountAfterClose(t *testing.T) {
 		writeFile(t, fs, name, []byte(name))
 		names = append(names, name)
 	}
-	c := newTableCache(fs, 2)
+	c := newTableCache(fs, 2, false)
 	check := func(step string) {
 		t.Helper()
 		if got, want := c.openFiles(), fs.tablesOpen.Load(); int64(got) != want {
@@ -257,7 +257,7 @@ func TestTableCacheNeverClosesInUse(t *testing.T) {
 		}
 		f.Close()
 	}
-	c := newTableCache(fs, 1)
+	c := newTableCache(fs, 1, false)
 	a, err := c.openFile("a.sst")
 	if err != nil {
 		t.Fatal(err)
@@ -320,13 +320,21 @@ func TestTableCacheNeverClosesInUse(t *testing.T) {
 // through a cache of 3 slots, one file closed midway, each read checked
 // against the file's bytes. No descriptor is closed while a read uses it
 // (checkedFS sees every close during a read), never more than 3 are open,
-// every read of an open table succeeds, and Close leaves none open.
+// every read of an open table succeeds, and Close leaves none open. With
+// mapped reads, the reads are views of the files' mappings, and no
+// mapping is unmapped (its descriptor closed) during a view.
 func TestTableCacheConcurrentReads(t *testing.T) {
+	for _, mapped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("mapped=%v", mapped), func(t *testing.T) { testTableCacheConcurrentReads(t, mapped) })
+	}
+}
+
+func testTableCacheConcurrentReads(t *testing.T, mapped bool) {
 	const files, maxOpen, readers, reads = 8, 3, 4, 2_000
 	fs := &checkedFS{FS: vfs.NewMem()}
 	content := func(i int) []byte { return bytes.Repeat(fmt.Appendf(nil, "file %d;", i), 64) }
 	tf := make([]*tableFile, files)
-	c := newTableCache(fs, maxOpen)
+	c := newTableCache(fs, maxOpen, mapped)
 	for i := range tf {
 		name := fmt.Sprintf("%d.sst", i)
 		w, err := fs.Create(name)
@@ -355,7 +363,19 @@ func TestTableCacheConcurrentReads(t *testing.T) {
 				}
 				i := rng.IntN(files)
 				off := rng.IntN(len(content(i)) - len(buf))
-				_, err := tf[i].ReadAt(buf, int64(off))
+				var err error
+				if mapped {
+					var ok bool
+					ok, err = tf[i].ViewAt(int64(off), len(buf), func(b []byte) error {
+						copy(buf, b)
+						return nil
+					})
+					if !ok {
+						err = errors.New("ViewAt did not view a mapped file")
+					}
+				} else {
+					_, err = tf[i].ReadAt(buf, int64(off))
+				}
 				switch {
 				case i == closedMidway && errors.Is(err, iofs.ErrClosed):
 				case err != nil:
@@ -395,6 +415,9 @@ func TestTableCacheConcurrentReads(t *testing.T) {
 	if n := fs.open.Load(); n != 0 || c.openFiles() != 0 {
 		t.Errorf("%d files open after Close (the cache counts %d)", n, c.openFiles())
 	}
+	if mapped && fs.views.Load() == 0 {
+		t.Error("no views: the reads did not go through the mappings")
+	}
 }
 
 // TestTableCacheKeepsHotFile: with 2 slots, a file read between reads of
@@ -403,7 +426,7 @@ func TestTableCacheConcurrentReads(t *testing.T) {
 // and reopens are counted exactly.
 func TestTableCacheKeepsHotFile(t *testing.T) {
 	fs := vfs.NewMem()
-	c := newTableCache(fs, 2)
+	c := newTableCache(fs, 2, false)
 	open := func(name string) *tableFile {
 		w, err := fs.Create(name)
 		if err != nil {
@@ -464,6 +487,7 @@ type checkedFS struct {
 	vfs.FS
 	open, maxOpen atomic.Int64
 	closedInUse   atomic.Int64
+	views         atomic.Int64
 }
 
 func (fs *checkedFS) Open(name string) (vfs.File, error) {
@@ -494,6 +518,19 @@ func (f *checkedFile) ReadAt(p []byte, off int64) (int, error) {
 	return f.File.ReadAt(p, off)
 }
 
+func (f *checkedFile) MapForReads() error { return f.File.(vfs.ReadMapper).MapForReads() }
+
+func (f *checkedFile) ViewAt(off int64, n int, fn func([]byte) error) error {
+	f.reads.Add(1)
+	defer f.reads.Add(-1)
+	if f.closed.Load() {
+		f.fs.closedInUse.Add(1)
+	}
+	f.fs.views.Add(1)
+	runtime.Gosched()
+	return f.File.(vfs.ReadMapper).ViewAt(off, n, fn)
+}
+
 func (f *checkedFile) Close() error {
 	if f.closed.Swap(true) {
 		return iofs.ErrClosed
@@ -511,7 +548,7 @@ func (f *checkedFile) Close() error {
 func BenchmarkTableCacheHit(b *testing.B) {
 	const files = 16
 	fs := vfs.NewMem()
-	c := newTableCache(fs, files)
+	c := newTableCache(fs, files, false)
 	tf := make([]*tableFile, files)
 	for i := range tf {
 		name := fmt.Sprintf("%d.sst", i)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sync/atomic"
 	"syscall"
@@ -232,6 +233,32 @@ func (f *errorFile) Cut(size int64) error {
 		return fmt.Errorf("%s: %w", f.name, ErrNotMappable)
 	}
 	return m.Cut(size)
+}
+
+// MapForReads implements ReadMapper as an OpOpen: it maps the wrapped
+// file, or fails with ErrNotMappable if that is not a ReadMapper.
+func (f *errorFile) MapForReads() error {
+	if err := f.fs.check(OpOpen, f.name); err != nil {
+		return err
+	}
+	m, ok := f.File.(ReadMapper)
+	if !ok {
+		return fmt.Errorf("%s: %w", f.name, ErrNotMappable)
+	}
+	return m.MapForReads()
+}
+
+// ViewAt implements ReadMapper as an OpRead: it fails as a read through
+// the wrapped file's mapping would, or views through it.
+func (f *errorFile) ViewAt(off int64, n int, fn func(b []byte) error) error {
+	if err := f.fs.check(OpRead, f.name); err != nil {
+		return err
+	}
+	m, ok := f.File.(ReadMapper)
+	if !ok {
+		return &fs.PathError{Op: "view", Path: f.name, Err: ErrNotMappable}
+	}
+	return m.ViewAt(off, n, fn)
 }
 
 func (f *errorFile) ReadAt(p []byte, off int64) (int, error) {

@@ -3,9 +3,11 @@ package vfs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -302,6 +304,87 @@ func (m *mapping) unmap() error {
 	m.retiring.Wait()
 	m.populating.Wait()
 	if m.data == nil {
+		return nil
+	}
+	err := unix.Munmap(m.data)
+	m.data = nil
+	return err
+}
+
+// readMapping is an operating-system file's state as a ReadMapper: the
+// whole file, as long as it was when mapped, read-only and shared, so that
+// its pages are the page cache's own.
+type readMapping struct {
+	data []byte // nil until MapForReads
+}
+
+// MapForReads implements ReadMapper. The kernel's own readahead and
+// fault-around apply to the mapping as they do to any file mapping.
+func (f osFile) MapForReads() error {
+	if f.r == nil {
+		return &os.PathError{Op: "map", Path: f.Name(), Err: errors.New("file opened for writing")}
+	}
+	size, err := f.Size()
+	if err != nil {
+		return err
+	}
+	if size == 0 || int64(int(size)) != size {
+		return fmt.Errorf("%s: %w: a file of %d bytes", f.Name(), ErrNotMappable, size)
+	}
+	data, err := mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	switch {
+	case errors.Is(err, unix.ENOMEM):
+		return fmt.Errorf("%s: %w: mmap: %v", f.Name(), ErrMappingRefused, err)
+	case errors.Is(err, unix.ENODEV), errors.Is(err, unix.EACCES), errors.Is(err, unix.EINVAL):
+		return fmt.Errorf("%s: %w: mmap: %v", f.Name(), ErrNotMappable, err)
+	case err != nil:
+		return &os.PathError{Op: "mmap", Path: f.Name(), Err: err}
+	}
+	f.r.data = data
+	return nil
+}
+
+// ViewAt implements ReadMapper.
+func (f osFile) ViewAt(off int64, n int, fn func(b []byte) error) error {
+	if f.r == nil || f.r.data == nil {
+		return &os.PathError{Op: "view", Path: f.Name(), Err: ErrNotMappable}
+	}
+	data := f.r.data
+	if off < 0 || n < 0 || off > int64(len(data)) || int64(n) > int64(len(data))-off {
+		return fmt.Errorf("%s: viewing %d bytes at offset %d of a mapping of %d: %w", f.Name(), n, off, len(data), io.ErrUnexpectedEOF)
+	}
+	return viewGuarded(data, data[off:off+int64(n):off+int64(n)], fn, f.Name(), off)
+}
+
+// viewGuarded calls fn with b, a part of the mapping of the file name at
+// offset off, and returns an error instead of crashing the process if an
+// access to the mapping faults: a page the file no longer backs (it was
+// cut short) or one the device could not read raises SIGBUS, which the
+// runtime turns into a panic on this goroutine only while SetPanicOnFault
+// is set. A fault anywhere else is not this read's to excuse: it panics on.
+func viewGuarded(mapping, b []byte, fn func([]byte) error, name string, off int64) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			fault, ok := r.(interface{ Addr() uintptr })
+			if !ok || !within(fault.Addr(), mapping) {
+				panic(r)
+			}
+			err = fmt.Errorf("%s: reading %d bytes at offset %d: %w (at address %#x)", name, len(b), off, ErrReadFault, fault.Addr())
+		}
+	}()
+	return fn(b)
+}
+
+// within reports whether addr is the address of a byte of b.
+func within(addr uintptr, b []byte) bool {
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return addr >= start && addr-start < uintptr(len(b))
+}
+
+// unmap drops the mapping, if any.
+func (m *readMapping) unmap() error {
+	if m == nil || m.data == nil {
 		return nil
 	}
 	err := unix.Munmap(m.data)

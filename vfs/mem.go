@@ -554,6 +554,46 @@ type memFile struct {
 	node   *memNode
 	write  bool
 	closed bool
+	// mapped is the file's length when MapForReads mapped it; 0: not
+	// mapped.
+	mapped int
+}
+
+// MapForReads implements ReadMapper, modelling the operating system's
+// mapping: ViewAt then shows the file's bytes in place.
+func (f *memFile) MapForReads() error {
+	if f.write {
+		return &fs.PathError{Op: "map", Path: f.name, Err: errors.New("file opened for writing")}
+	}
+	f.node.mu.Lock()
+	defer f.node.mu.Unlock()
+	if len(f.node.data) == 0 {
+		return fmt.Errorf("%s: %w: an empty file", f.name, ErrNotMappable)
+	}
+	f.mapped = len(f.node.data)
+	return nil
+}
+
+// ViewAt implements ReadMapper. A range the file no longer holds (it was
+// cut short since it was mapped) is a read fault, as it would raise SIGBUS
+// in a mapping of the operating system's.
+func (f *memFile) ViewAt(off int64, n int, fn func(b []byte) error) error {
+	if f.closed {
+		return errClosed
+	}
+	if f.mapped == 0 {
+		return &fs.PathError{Op: "view", Path: f.name, Err: ErrNotMappable}
+	}
+	if off < 0 || n < 0 || off > int64(f.mapped) || int64(n) > int64(f.mapped)-off {
+		return fmt.Errorf("%s: viewing %d bytes at offset %d of a mapping of %d: %w", f.name, n, off, f.mapped, io.ErrUnexpectedEOF)
+	}
+	f.node.mu.Lock()
+	data := f.node.data
+	f.node.mu.Unlock()
+	if off+int64(n) > int64(len(data)) {
+		return fmt.Errorf("%s: reading %d bytes at offset %d: %w", f.name, n, off, ErrReadFault)
+	}
+	return fn(data[off : off+int64(n) : off+int64(n)])
 }
 
 var errClosed = errors.New("vfs: file already closed")

@@ -15,16 +15,18 @@ var Default FS = osFS{}
 
 type osFS struct{}
 
-// osFile is an operating-system file. m is its state as a Mapper (Linux
-// only; see mapped_linux.go), nil for files opened for reading.
+// osFile is an operating-system file. m is its state as a Mapper, nil for
+// files opened for reading; r its state as a ReadMapper, nil for files
+// opened for writing (Linux only; see mapped_linux.go).
 type osFile struct {
 	*os.File
 	m *mapping
+	r *readMapping
 }
 
 // Close implements File; it releases the file's mapping, if any.
 func (f osFile) Close() error {
-	err := f.m.unmap()
+	err := errors.Join(f.m.unmap(), f.r.unmap())
 	if cerr := f.File.Close(); err == nil {
 		err = cerr
 	}
@@ -52,7 +54,7 @@ func (osFS) Open(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return osFile{File: f}, nil
+	return osFile{File: f, r: &readMapping{}}, nil
 }
 
 func (osFS) Remove(name string) error                    { return os.Remove(name) }

@@ -67,6 +67,37 @@ type Mapper interface {
 	Cut(size int64) error
 }
 
+// ReadMapper is implemented by files opened for reading that can be read
+// in place through a read-only shared memory mapping instead of with
+// pread(2): the operating system's files on Linux, MemFS's (which model
+// it), and ErrorFS's around them. Once the kernel holds a mapped page,
+// reading it costs no system call and no copy into a buffer of the
+// caller's; the pages the process has touched count in its resident set
+// while mapped. Close releases the mapping.
+type ReadMapper interface {
+	// MapForReads maps the file as long as it is now. It is called once,
+	// before any ViewAt, and not concurrently with anything else on the
+	// file. A file system that cannot map the file fails with an error
+	// matching ErrNotMappable, a kernel that refuses the mapping (the
+	// process is at vm.max_map_count) with one matching
+	// ErrMappingRefused; the caller then reads with ReadAt.
+	MapForReads() error
+	// ViewAt calls fn with the n bytes at off as mapped and returns fn's
+	// error. fn must neither modify b nor keep it after it returns. A range
+	// not within the mapped length is an error matching io.ErrUnexpectedEOF.
+	// If an access to b faults (the file was cut short under the mapping,
+	// or the device could not read a page), fn stops there and ViewAt
+	// returns an error matching ErrReadFault, instead of the process
+	// crashing. Safe for concurrent use.
+	ViewAt(off int64, n int, fn func(b []byte) error) error
+}
+
+// ErrReadFault is returned (wrapped, with the file's name and the offset)
+// by a ReadMapper.ViewAt whose access to the mapping faulted: the file was
+// cut short while mapped, or the device could not read a page. It is an
+// I/O error: what the bytes were is unknown.
+var ErrReadFault = errors.New("vfs: a read through a memory mapping faulted (the file was cut short under the mapping, or the device could not read a page)")
+
 // ErrNotMappable is returned (wrapped) by the first Mapper.StoreAt of a file
 // the file system cannot allocate ahead or map, and by a wrapping file
 // system (ErrorFS) whose file is no Mapper.

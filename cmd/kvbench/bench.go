@@ -44,17 +44,21 @@ type config struct {
 	compressionPolicy shale.CompressionPolicy
 	bloomBits         int
 	// filter is -filter: how the -bloom-bits are spent (see filterPolicy).
-	filter         string
-	cacheSize      int
+	filter    string
+	cacheSize int
+	// mmapReads is -mmap: not Options.DisableMmapReads.
+	mmapReads      bool
 	sync           bool
 	concurrency    int
 	dir            string
 	compareFilters bool
-	json           bool
-	plot           string
-	seed           int64
-	progress       bool // draw progress bars
-	metrics        bool // print the store's metrics after the run
+	// compareMmap is -compare-mmap (see compareMmap).
+	compareMmap bool
+	json        bool
+	plot        string
+	seed        int64
+	progress    bool // draw progress bars
+	metrics     bool // print the store's metrics after the run
 	// YCSB: -workload (empty: the db_bench workloads of benchmarks),
 	// -records, -ops and -row-cache.
 	workload string
@@ -110,6 +114,8 @@ func (cfg *config) validate() error {
 		return errors.New("-concurrency must be at least 1")
 	case cfg.compareFilters && cfg.bloomBits == shale.NoFilter:
 		return errors.New("-compare-filters needs filters: set -bloom-bits to at least 1")
+	case cfg.compareMmap && (cfg.compareFilters || !slices.Contains(cfg.benchmarks, "readrandom") || !slices.ContainsFunc(cfg.benchmarks, isWrite)):
+		return errors.New("-compare-mmap needs a write workload and readrandom, and not -compare-filters")
 	case cfg.compareFilters && !slices.ContainsFunc(cfg.benchmarks, isWrite):
 		return errors.New("-compare-filters needs a write workload (fillseq, fillrandom or overwrite) to build the data")
 	case len(cfg.benchmarks) == 0 && cfg.plot == "":
@@ -188,6 +194,7 @@ func (cfg *config) options(bloomBits int, autoCompactions bool) *shale.Options {
 		BloomBitsPerKey:             bloomBits,
 		FilterPolicy:                cfg.filterPolicy(bloomBits),
 		BlockCacheSize:              cfg.cacheSize,
+		DisableMmapReads:            !cfg.mmapReads,
 		Compression:                 cfg.compressionPolicy,
 		RowCacheSize:                cfg.rowCache,
 		MemTableSize:                cfg.memTableSize,
@@ -224,6 +231,8 @@ func run(cfg config, out, progress io.Writer) error {
 		err = runYCSB(cfg, dir, progress, &rep)
 	case cfg.compareFilters:
 		err = compareFilters(cfg, dir, progress, &rep)
+	case cfg.compareMmap:
+		err = compareMmap(cfg, dir, progress, &rep)
 	case len(cfg.benchmarks) > 0:
 		err = single(cfg, dir, progress, &rep)
 	}
@@ -496,13 +505,13 @@ func (b *bench) run(name string, n int, progress io.Writer) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	rss, err := procstat.PeakRSS()
+	rss, err := procstat.Status("VmHWM", "RssFile")
 	if err != nil {
 		return result{}, err
 	}
 	r := newResult(name, n, int(hits.Load()), wl.write, elapsed, before, b.db.Metrics(), ioAfter.Sub(ioBefore))
 	r.CPUNanosPerOp = float64(cpuAfter-cpuBefore) / float64(n)
-	r.PeakRSS = rss
+	r.PeakRSS, r.FileRSS = rss[0], rss[1]
 	if b.cfg.settle && wl.write {
 		r.Settle, err = b.settle(before, ioBefore, cpuBefore, n)
 	}

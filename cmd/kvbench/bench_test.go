@@ -558,3 +558,33 @@ func TestCompressionFlag(t *testing.T) {
 	}
 	t.Logf("table bytes %v", sizes)
 }
+
+// TestCompareMmap: -compare-mmap reads the filled store through both
+// handles, every key found on each, and the mapped one makes (next to) no
+// read syscalls where the pread one makes one per block read.
+func TestCompareMmap(t *testing.T) {
+	cfg := smallConfig()
+	cfg.benchmarks, cfg.compareMmap, cfg.memTableSize, cfg.json = []string{"fillrandom", "readrandom"}, true, 32<<10, true
+	var out bytes.Buffer
+	if err := run(cfg, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]result{}
+	for _, r := range rep.Results {
+		got[r.Benchmark+"/"+r.Store] = r
+	}
+	mmap, pread := got["readrandom/mmap"], got["readrandom/pread"]
+	for _, r := range []result{mmap, pread} {
+		if r.Ops != cfg.n || r.Found != r.Ops {
+			t.Fatalf("readrandom on %q found %d of %d", r.Store, r.Found, r.Ops)
+		}
+	}
+	t.Logf("read syscalls per Get: mmap %.4f, pread %.4f; disk reads per Get %.3f", mmap.ReadSyscallsPerOp, pread.ReadSyscallsPerOp, pread.DiskReadsPerOp)
+	if pread.DiskReadsPerOp < 0.5 || pread.ReadSyscallsPerOp < 0.5 || mmap.ReadSyscallsPerOp > pread.ReadSyscallsPerOp/4 {
+		t.Errorf("read syscalls per Get: mmap %.4f, pread %.4f, for %.3f block reads per Get", mmap.ReadSyscallsPerOp, pread.ReadSyscallsPerOp, pread.DiskReadsPerOp)
+	}
+}

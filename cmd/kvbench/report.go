@@ -19,7 +19,8 @@ import (
 // workload divided by its operations.
 type result struct {
 	Benchmark string `json:"benchmark"`
-	// Store is "bloom N" or "no filter" with -compare-filters, else empty.
+	// Store is "bloom N" or "no filter" with -compare-filters, "mmap" or
+	// "pread" for -compare-mmap's reads, else empty.
 	Store      string  `json:"store,omitempty"`
 	Write      bool    `json:"write"`
 	Ops        int     `json:"ops"`
@@ -45,6 +46,11 @@ type result struct {
 	// PeakRSS is the process's peak resident set (VmHWM) at the end of the
 	// workload, in bytes.
 	PeakRSS int64 `json:"peak_rss"`
+	// FileRSS is the part of the process's resident set that is files'
+	// pages (RssFile) at the end of the workload, in bytes: the page cache
+	// pages mapped into the process, tables read through mappings
+	// (unless Options.DisableMmapReads) and the WAL's window among them.
+	FileRSS int64 `json:"file_rss"`
 	// Settle is a write workload's aftermath, with -settle.
 	Settle *settleResult `json:"settle,omitempty"`
 }
@@ -191,11 +197,11 @@ func writeTable(w io.Writer, results []result) {
 		}
 		return ""
 	}
-	fmt.Fprintf(tw, "benchmark\t%sops/s\tns/op\tCPU ns/op\tdisk reads/op\tfilter skips/op\tfalse pos/op\tfound\tread sysc/op\tread B/op\twrite sysc/op\twrite B/op\tpeak RSS MiB\t\n", store(result{Store: "store"}))
+	fmt.Fprintf(tw, "benchmark\t%sops/s\tns/op\tCPU ns/op\tdisk reads/op\tfilter skips/op\tfalse pos/op\tfound\tread sysc/op\tread B/op\twrite sysc/op\twrite B/op\tpeak RSS MiB\tfile RSS MiB\t\n", store(result{Store: "store"}))
 	for _, x := range results {
-		fmt.Fprintf(tw, "%s\t%s%.0f\t%.0f\t%.0f\t%.3f\t%.3f\t%.4f\t%s\t%.4f\t%.0f\t%.3f\t%.0f\t%.0f\t\n", x.Benchmark, store(x),
+		fmt.Fprintf(tw, "%s\t%s%.0f\t%.0f\t%.0f\t%.3f\t%.3f\t%.4f\t%s\t%.4f\t%.0f\t%.3f\t%.0f\t%.0f\t%.0f\t\n", x.Benchmark, store(x),
 			x.OpsPerSec, x.NanosPerOp, x.CPUNanosPerOp, x.DiskReadsPerOp, x.FilterSkipsPerOp, x.FalsePositivesPerOp, foundShare(x),
-			x.ReadSyscallsPerOp, x.ReadBytesPerOp, x.WriteSyscallsPerOp, x.WriteBytesPerOp, float64(x.PeakRSS)/(1<<20))
+			x.ReadSyscallsPerOp, x.ReadBytesPerOp, x.WriteSyscallsPerOp, x.WriteBytesPerOp, float64(x.PeakRSS)/(1<<20), float64(x.FileRSS)/(1<<20))
 	}
 	tw.Flush()
 	for _, x := range results {

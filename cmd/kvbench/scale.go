@@ -141,7 +141,7 @@ func scaleChild(cfg config, n int, progress io.Writer) (scalePoint, error) {
 		"-compression-ratio", strconv.FormatFloat(cfg.compressionRatio, 'g', -1, 64), "-compression", cfg.compression,
 		"-bloom-bits", strconv.Itoa(cfg.bloomBits), "-filter", cfg.filter, "-cache-size", strconv.Itoa(cfg.cacheSize),
 		"-memtable", strconv.Itoa(cfg.memTableSize), "-seed", strconv.FormatInt(cfg.seed, 10),
-		"-no-read-compactions="+strconv.FormatBool(cfg.noReadCompactions))
+		"-no-read-compactions="+strconv.FormatBool(cfg.noReadCompactions), "-mmap="+strconv.FormatBool(cfg.mmapReads))
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, progress
 	p := scalePoint{Commit: buildCommit(), LoadBefore: loadAvg()}

@@ -152,6 +152,15 @@ func decodeBlockInto(file string, off int64, buf, dst []byte) ([]byte, error) {
 	return decompress(file, off, typ, dst[:dlen], contents)
 }
 
+// copyOf returns a copy of b of its length and capacity. (The compiler
+// makes this make and copy one allocation that is not zeroed first, where
+// slices.Clone rounds the capacity up to a size class and zeroes the rest.)
+func copyOf(b []byte) []byte {
+	c := make([]byte, len(b))
+	copy(c, b)
+	return c
+}
+
 // checkBlock checks a block as stored (contents and trailer) read from
 // offset off of file, and returns its stored contents, aliasing buf, its
 // type, and the length of its contents decompressed.

@@ -141,6 +141,7 @@ func (t *GetTrace) String() string {
 // iterators themselves must not.
 type Reader struct {
 	f     File
+	view  ViewFile // f, if it is a ViewFile: data blocks are read through it (viewBlock)
 	name  string
 	opts  ReaderOptions
 	stats *Stats // never nil: opts.Stats or a private one
@@ -173,6 +174,21 @@ type File interface {
 	Size() (int64, error)
 }
 
+// ViewFile is implemented by a File that can show its bytes in place,
+// without a system call or a copy into a buffer of the reader's: the DB's
+// table cache when it reads through memory mappings (a vfs.ReadMapper). A
+// Reader reads data blocks through ViewAt, copying each block out before
+// it checks and decodes it (see Reader.viewBlock), and its other blocks,
+// read once at Open, with ReadAt.
+type ViewFile interface {
+	File
+	// ViewAt calls fn with the n bytes at off, which fn must neither
+	// modify nor keep after it returns, and returns fn's error or the
+	// read's (one naming the file). ok false, with fn not called, says the
+	// file does not show its bytes in place: the caller reads with ReadAt.
+	ViewAt(off int64, n int, fn func(b []byte) error) (ok bool, err error)
+}
+
 // Open reads a table's footer, metaindex, index, properties and filter
 // (checking every checksum) and returns a Reader for it. fileName names the
 // file in errors. Once Open succeeds the Reader owns f and Close closes it;
@@ -181,6 +197,7 @@ type File interface {
 // base.ErrCorruption.
 func Open(f File, fileName string, opts ReaderOptions) (*Reader, error) {
 	r := &Reader{f: f, name: fileName, opts: opts, stats: opts.Stats}
+	r.view, _ = f.(ViewFile)
 	if r.stats == nil {
 		r.stats = &Stats{}
 	}
@@ -339,6 +356,35 @@ func (r *Reader) readBlock(h blockHandle) ([]byte, error) {
 	return decodeBlock(r.name, int64(h.offset), buf)
 }
 
+// viewBlock is readBlock through r.view: the block as stored is copied
+// out of the view onto the heap, then checked and decompressed as a block
+// read with ReadAt is, so the bytes checked are the bytes used, and only
+// a copy touches the view (an access to a mapping may fault and stop it).
+// What it returns never aliases the file's mapping, which the table cache
+// unmaps when it closes the file, so the block cache may hold it, and
+// Get's value and an iterator's may keep it, for as long as they like. ok
+// is false when the file does not show its bytes in place (see ViewFile).
+func (r *Reader) viewBlock(h blockHandle) (b []byte, ok bool, err error) {
+	if err := r.checkHandle(h); err != nil {
+		return nil, true, err
+	}
+	var buf []byte
+	n := int(h.length) + blockTrailerLen
+	ok, err = r.view.ViewAt(int64(h.offset), n, func(stored []byte) error {
+		buf = copyOf(stored)
+		return nil
+	})
+	switch {
+	case !ok:
+		return nil, false, nil
+	case err != nil:
+		return nil, true, fmt.Errorf("sstable: %s: reading %d bytes at offset %d: %w", r.name, n, h.offset, err)
+	}
+	r.stats.BlockReads.Add(1)
+	b, err = decodeBlock(r.name, int64(h.offset), buf)
+	return b, true, err
+}
+
 // readPinned reads the blocks hs name into one buffer of manual memory,
 // r.pinned, and returns their contents, decompressed, in the order of hs.
 // The blocks as stored are read straight into the buffer; if one of them is
@@ -408,8 +454,15 @@ func (r *Reader) dataBlock(h blockHandle, trace *GetTrace) ([]byte, error) {
 	if ok {
 		r.stats.CacheHits.Add(1)
 	} else {
+		viewed := false
 		var err error
-		if b, err = r.readBlock(h); err != nil {
+		if r.view != nil {
+			b, viewed, err = r.viewBlock(h)
+		}
+		if !viewed && err == nil {
+			b, err = r.readBlock(h)
+		}
+		if err != nil {
 			return nil, err
 		}
 		r.opts.Cache.Set(r.opts.FileNum, h.offset, b)
