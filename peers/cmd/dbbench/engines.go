@@ -290,7 +290,7 @@ func openBadger(dir string) (*store, error) {
 		WithBlockSize(blockSize).
 		WithBaseTableSize(targetFileSize).
 		WithBloomFalsePositive(0.01).
-		WithValueThreshold(64<<10).
+		WithValueThreshold(64 << 10).
 		WithDetectConflicts(false).
 		WithMetricsEnabled(false).
 		WithLoggingLevel(badger.WARNING)
