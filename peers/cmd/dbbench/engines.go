@@ -46,6 +46,16 @@ type store struct {
 	// start. It stops early if visit returns an error; key and value are
 	// valid only during visit.
 	scan func(start []byte, n int, reverse bool, visit func(key, value []byte) error) error
+	// mappedWrites returns the bytes the store has written through shared
+	// memory mappings since it was opened, which /proc/self/io's wchar
+	// does not count (shale's WAL; see shale.Options.DisableWALMapping);
+	// nil if the engine writes none, or if pagesWritten.
+	mappedWrites func() int64
+	// pagesWritten is true of an engine that writes its WAL and tables
+	// through shared mappings, into fresh files only, and never rewrites
+	// a page in place (Badger): it does not count what it writes, but the
+	// pages it dirties are its bytes written, rounded up to pages.
+	pagesWritten bool
 	// levelWrites returns the bytes of tables written into each level since
 	// the store was opened: by flushes into L0, by compactions below (moves
 	// that rewrite nothing are not counted). nil if the engine does not say.
@@ -119,10 +129,11 @@ func openShale(dir string, filters shale.FilterPolicy) (*store, error) {
 		return w
 	}
 	return &store{
-		put:         db.Put,
-		get:         get,
-		scan:        scan,
-		levelWrites: levelWrites,
+		put:          db.Put,
+		get:          get,
+		scan:         scan,
+		levelWrites:  levelWrites,
+		mappedWrites: func() int64 { return db.Metrics().WALMappedBytes },
 		memory: func() engineMemory {
 			m := db.Metrics()
 			return engineMemory{
@@ -340,8 +351,9 @@ func openBadger(dir string) (*store, error) {
 		put: func(k, v []byte) error {
 			return db.Update(func(txn *badger.Txn) error { return txn.Set(k, v) })
 		},
-		get:   get,
-		scan:  scan,
-		close: db.Close,
+		get:          get,
+		scan:         scan,
+		pagesWritten: true,
+		close:        db.Close,
 	}, nil
 }

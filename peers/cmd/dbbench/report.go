@@ -51,21 +51,21 @@ func printTable(w io.Writer, workload string, sz sizes, results []result) {
 	for _, o := range ref.ByOp {
 		fmt.Fprintf(w, " %s µs p50 / p99 / p99.9 |", o.Op)
 	}
-	fmt.Fprintln(w, " CPU s/1k ops | read sysc/op | write sysc/op | write amp | settle s | peak RSS MiB |")
-	fmt.Fprintf(w, "|---|---|---|%s---|---|---|---|---|---|\n", strings.Repeat("---|", len(ref.ByOp)))
+	fmt.Fprintln(w, " CPU s/1k ops | read sysc/op | write sysc/op | write amp | dirtied amp | settle s | peak RSS MiB |")
+	fmt.Fprintf(w, "|---|---|---|%s---|---|---|---|---|---|---|\n", strings.Repeat("---|", len(ref.ByOp)))
 	for _, r := range results {
 		ops := float64(r.Ops)
 		fmt.Fprintf(w, "| %s | %.0f | %.2fx |", r.Engine, r.OpsPerSec, ref.OpsPerSec/r.OpsPerSec)
 		for _, o := range r.ByOp {
 			fmt.Fprintf(w, " %s / %s / %s |", micros(o.P50), micros(o.P99), micros(o.P999))
 		}
-		amp, settle := "", ""
+		amp, dirtied, settle := "", "", ""
 		if writes(workload) {
-			amp, settle = fmt.Sprintf("%.2f", r.WriteAmp), fmt.Sprintf("%.1f", r.SettleSeconds)
+			amp, dirtied, settle = fmt.Sprintf("%.2f", r.WriteAmp), fmt.Sprintf("%.2f", r.DirtiedAmp), fmt.Sprintf("%.1f", r.SettleSeconds)
 		}
-		fmt.Fprintf(w, " %.3f | %.3f | %.3f | %s | %s | %.0f |\n",
+		fmt.Fprintf(w, " %.3f | %.3f | %.3f | %s | %s | %s | %.0f |\n",
 			1000*r.CPUSeconds/ops, float64(r.IO.SyscR)/ops, float64(r.IO.SyscW)/ops,
-			amp, settle, float64(r.PeakRSS)/(1<<20))
+			amp, dirtied, settle, float64(r.PeakRSS)/(1<<20))
 	}
 	fmt.Fprintln(w)
 	levels := false

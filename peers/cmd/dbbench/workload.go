@@ -24,14 +24,17 @@ const (
 	writers = 4
 	// scanLength is the entries a scan visits.
 	scanLength = 100
-	// A store has settled when the process has dirtied less than
-	// quietBytes for storage in quietFor: its flushes and compactions are
+	// A store has settled when the process has written and dirtied less
+	// than quietBytes in quietFor (below): its flushes and compactions are
 	// done. (Pebble keeps writing a few bytes to its WAL now and then,
 	// even when idle.) settleLimit bounds the wait.
-	quietFor    = time.Second
 	quietBytes  = 64 << 10
 	settleLimit = 5 * time.Minute
 )
+
+// quietFor is how long a store must stay quiet to have settled (see
+// quietBytes); a variable so that tests of tiny stores can shorten it.
+var quietFor = time.Second
 
 // ycsbThreads are the thread counts the YCSB workloads run with, each on a
 // store of its own that its load fills.
@@ -117,14 +120,16 @@ type result struct {
 	// CPUSeconds is the process's CPU time (user and system, all threads)
 	// over the operations and, for a workload that writes, the settle.
 	CPUSeconds float64
+	// From the start of the operations to the end of the settle:
 	// UserBytes is the keys and values the workload put; WriteBytes the
-	// bytes the process dirtied for storage (write_bytes of
-	// /proc/self/io: write(2) and stores through shared mappings alike)
-	// from the start of the operations to the end of the settle; WriteAmp
-	// their ratio.
-	UserBytes, WriteBytes int64
-	WriteAmp              float64
-	SettleSeconds         float64
+	// bytes the engine wrote, WAL included however it writes it (see
+	// writtenBytes); DirtiedBytes the bytes of the pages the process
+	// dirtied for storage (write_bytes of /proc/self/io), which a page
+	// rewritten while still dirty adds to only once. WriteAmp and
+	// DirtiedAmp are their ratios to UserBytes.
+	UserBytes, WriteBytes, DirtiedBytes int64
+	WriteAmp, DirtiedAmp                float64
+	SettleSeconds                       float64
 	// LevelWrites: writing workloads, when the engine reports it. The
 	// bytes of tables written into each level (L0 first) from the start of
 	// the workload to the end of the settle, over the user bytes.
@@ -171,6 +176,7 @@ func runChild(engine, workload, dir, memtracePath string, sz sizes, records int6
 		levelsBefore = s.levelWrites()
 	}
 	counted := &countingStore{store: s}
+	mappedBefore := mapped(s)
 	before, err := procstat.ReadIO()
 	if err != nil {
 		return res, err
@@ -208,8 +214,10 @@ func runChild(engine, workload, dir, memtracePath string, sz sizes, records int6
 			return res, err
 		}
 		res.SettleSeconds = time.Since(settleStart).Seconds()
-		res.WriteBytes = after.WriteBytes - before.WriteBytes
+		res.WriteBytes = writtenBytes(s, after.Sub(before), mapped(s)-mappedBefore)
+		res.DirtiedBytes = after.WriteBytes - before.WriteBytes
 		res.WriteAmp = float64(res.WriteBytes) / float64(res.UserBytes)
+		res.DirtiedAmp = float64(res.DirtiedBytes) / float64(res.UserBytes)
 		if s.levelWrites != nil {
 			for l, b := range s.levelWrites() {
 				res.LevelWrites = append(res.LevelWrites, float64(b-levelsBefore[l])/float64(res.UserBytes))
@@ -219,6 +227,31 @@ func runChild(engine, workload, dir, memtracePath string, sz sizes, records int6
 	cpu, err := procstat.CPUTime()
 	res.CPUSeconds = (cpu - cpuBefore).Seconds()
 	return res, err
+}
+
+// mapped returns the bytes s has written through mappings so far, as it
+// counts them.
+func mapped(s *store) int64 {
+	if s.mappedWrites == nil {
+		return 0
+	}
+	return s.mappedWrites()
+}
+
+// writtenBytes is the bytes an engine wrote, given the process's I/O
+// counters and the bytes the engine wrote through mappings over the same
+// time: the bytes of its write(2) calls (wchar) and those it stored through
+// mappings, as it counts them; or, for an engine that does not count them
+// and writes each page once (pagesWritten), the pages it dirtied. The
+// dirtied pages are no measure for the others: a page rewritten while
+// still dirty counts once (Pebble recycles its WAL files, and rewrites
+// pages written seconds before), and a WAL appended in small writes dirties
+// its last page again after each writeback.
+func writtenBytes(s *store, io procstat.IO, mapped int64) int64 {
+	if s.pagesWritten {
+		return io.WriteBytes
+	}
+	return io.WChar + mapped
 }
 
 // countingStore is a store seen as a ycsb.Store, counting the bytes put.
@@ -458,8 +491,8 @@ func decimalKey(k []byte, x uint64) {
 	}
 }
 
-// settle waits until the process dirties less than quietBytes in quietFor,
-// and returns the I/O counters then.
+// settle waits until the process writes and dirties less than quietBytes
+// in quietFor, and returns the I/O counters then.
 func settle() (procstat.IO, error) {
 	last, err := procstat.ReadIO()
 	if err != nil {
@@ -472,7 +505,7 @@ func settle() (procstat.IO, error) {
 		if err != nil {
 			return cur, err
 		}
-		if cur.WriteBytes-last.WriteBytes >= quietBytes {
+		if cur.WChar-last.WChar >= quietBytes || cur.WriteBytes-last.WriteBytes >= quietBytes {
 			last, quietSince = cur, time.Now()
 		} else if time.Since(quietSince) >= quietFor {
 			return cur, nil
