@@ -110,10 +110,12 @@ func checkResult(t *testing.T, res result, accounted bool) {
 		t.Fatalf("%s %s: put no bytes", res.Engine, res.Workload)
 	}
 	// Every engine writes about each user byte to its WAL, through
-	// write(2) or a mapping (on these tiny stores, the last WAL block
-	// may still be buffered: allow for it). Badger's bytes are its dirtied
-	// pages, so its count needs a file system that counts them.
-	if (accounted || res.Engine != "badger") && res.WriteAmp < 0.5 {
+	// write(2) or a mapping; but without fsync an engine may keep the
+	// WAL's last block in memory (Pebble wrote 8 bytes for the 20 KB that
+	// YCSB B updates here), so only workloads that put more than a few
+	// blocks are checked. Badger's bytes are its dirtied pages, so its
+	// count needs a file system that counts them.
+	if (accounted || res.Engine != "badger") && res.UserBytes > 256<<10 && res.WriteAmp < 0.5 {
 		t.Fatalf("%s %s: write amplification %.2f (%d bytes written for %d)", res.Engine, res.Workload, res.WriteAmp, res.WriteBytes, res.UserBytes)
 	}
 }
