@@ -1,32 +1,46 @@
-// Command dbbench runs shale, Pebble v2 and goleveldb side by side through
-// the same db_bench-style workloads, each workload in a fresh process, and
-// prints one markdown table per workload with the ratios shale/peer.
+// Command dbbench runs shale, Pebble v2, goleveldb and Badger side by side
+// through the same workloads, each workload on each engine in a fresh
+// process, and prints one markdown table per workload, then a summary of
+// shale against the best peer.
 //
-// Every engine gets 16-byte keys, 100-byte values, 4 KiB blocks, 8 MiB of
-// block cache, 4 MiB memtables, 2 MiB target files, 10-bit Bloom filters and
-// no fsync. The workloads, in the order they run:
+// The db_bench workloads use 16-byte keys and 100-byte random values; the
+// YCSB ones (the ycsb package's generator, as kvbench's) records of 10
+// fields of 100 bytes. Every engine gets 4 KiB blocks, 8 MiB of block
+// cache, 4 MiB memtables, 2 MiB target files, 10-bit Bloom filters (Badger:
+// a 1% false-positive rate) and no fsync (see engines.go for what differs).
+// The workloads, in the order they run:
 //
 //   - fillrandom: one writer puts every key of the store once, in random
 //     order, one Put per write; then the store settles (see settle). The
-//     store it leaves is the one the reads use.
+//     store it leaves is the one the reads and scans use.
 //   - readrandom: one reader looks up -reads present keys in random order.
 //   - readmissing: the same, for keys that sit between present keys.
-//   - fillrandom-4: as fillrandom, with 4 writers, into a fresh directory.
+//   - scanforward, scanbackward: -scans scans, each through a new
+//     iterator: a seek to a random present key and 100 entries from it,
+//     forward or backward.
+//   - fillrandom-4: as fillrandom, with 4 writers, into a fresh store.
+//   - ycsb-load-T, ycsb-a-T, ..., ycsb-e-T for T = 1 and 4 threads: the
+//     YCSB load of -keys records into a fresh store, then the core
+//     workloads A, B, C, F, D, E, -ycsb.ops operations each, in YCSB's
+//     order on that store. Each workload that writes is followed by a
+//     settle.
 //
-// I/O comes from /proc/self/io, so it counts the whole process: syscr and
-// syscw are read and write syscalls, rchar and wchar the bytes they moved
-// (page cache hits included). An engine that writes through a shared
-// memory mapping (shale's WAL) moves bytes wchar does not see; the runner
-// adds them, as the engine counts them, to its write bytes. Write
-// amplification is those bytes over the user bytes written (keys plus
-// values), counted from the start of the fill to the end of the settle,
-// the same way for every engine. Peak RSS is VmHWM
-// from /proc/self/status at the end of the workload's process.
+// Each workload reports ops/s; the latency of each operation type (p50,
+// p99, p99.9); CPU seconds (user and system, every thread: getrusage) per
+// 1,000 operations, over the operations and the settle that follows them;
+// read and write syscalls per operation (syscr, syscw of /proc/self/io,
+// the whole process, background work included); write amplification, the
+// bytes written from the start of the workload to the end of its settle
+// over the user bytes (keys and values) put, WAL included however it is
+// written (see writtenBytes); the pages dirtied per user byte
+// (write_bytes); and peak RSS (VmHWM at the end of the process).
 //
 // Usage:
 //
-//	go run ./cmd/dbbench [-keys 1000000] [-reads 1000000] [-dir /tmp] [-engines shale,pebble,pebble-filters,goleveldb]
-//	    [-workloads fillrandom,readrandom,readmissing,fillrandom-4] [-memtrace mem.csv]
+//	go build -o /tmp/dbbench ./cmd/dbbench
+//	/tmp/dbbench [-keys 1000000] [-reads 200000] [-scans 20000] [-ycsb.ops 50000] [-dir /tmp]
+//	    [-engines shale,pebble,pebble-filters,goleveldb,badger] [-workloads fillrandom,readrandom,...]
+//	    [-json results.json] [-memtrace mem.csv]
 //
 // -memtrace writes a CSV file of every workload's memory, sampled every
 // 100 ms from the start of the workload to the end of its process (its
@@ -38,23 +52,26 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
 var (
 	numKeys      = flag.Int("keys", 1_000_000, "keys in the store, and records YCSB loads (the issue's scales: 1000000 and 10000000)")
-	numReads     = flag.Int("reads", 1_000_000, "lookups per read workload")
-	numScans     = flag.Int("scans", 100_000, "scans per scan workload")
-	ycsbOps      = flag.Int64("ycsb.ops", 200_000, "operations per YCSB workload (A to F)")
+	numReads     = flag.Int("reads", 200_000, "lookups per read workload")
+	numScans     = flag.Int("scans", 20_000, "scans per scan workload")
+	ycsbOps      = flag.Int64("ycsb.ops", 50_000, "operations per YCSB workload (A to F)")
 	baseDir      = flag.String("dir", os.TempDir(), "where each engine's fresh directories are made")
 	engineList   = flag.String("engines", "shale,pebble,pebble-filters,goleveldb,badger", "engines to run, comma-separated; the first gives the ratios")
 	workloadList = flag.String("workloads", strings.Join(workloads, ","), "workloads to run, comma-separated; they run in the default's order, and each needs the workload that fills its store")
@@ -127,6 +144,9 @@ func runAll(sz sizes) error {
 		return err
 	}
 	defer os.RemoveAll(root)
+	// An interrupted run stops its child and removes its stores.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -145,7 +165,7 @@ func runAll(sz sizes) error {
 				continue // its writes and scans are Pebble's
 			}
 			dir := storeDir(root, name, w)
-			res, err := runInChild(self, name, w, dir, sz, records[dir])
+			res, err := runInChild(ctx, self, name, w, dir, sz, records[dir])
 			if err != nil {
 				return err
 			}
@@ -191,8 +211,8 @@ func storeDir(root, engine, workload string) string {
 }
 
 // runInChild runs one workload in a fresh process and returns its result.
-func runInChild(self, engine, workload, dir string, sz sizes, records int64) (result, error) {
-	cmd := exec.Command(self,
+func runInChild(ctx context.Context, self, engine, workload, dir string, sz sizes, records int64) (result, error) {
+	cmd := exec.CommandContext(ctx, self,
 		"-child.engine", engine, "-child.workload", workload, "-child.store", dir,
 		"-child.records", fmt.Sprint(records), "-child.memtrace", *memtracePath,
 		"-keys", fmt.Sprint(sz.Keys), "-reads", fmt.Sprint(sz.Reads), "-scans", fmt.Sprint(sz.Scans),

@@ -244,9 +244,9 @@ func mapped(s *store) int64 {
 // mappings, as it counts them; or, for an engine that does not count them
 // and writes each page once (pagesWritten), the pages it dirtied. The
 // dirtied pages are no measure for the others: a page rewritten while
-// still dirty counts once (Pebble recycles its WAL files, and rewrites
-// pages written seconds before), and a WAL appended in small writes dirties
-// its last page again after each writeback.
+// still dirty counts once (a WAL page filled by many small writes, or a
+// recycled WAL file, as Pebble's, rewritten before its pages went back to
+// disk), and again each time it is dirtied after a writeback.
 func writtenBytes(s *store, io procstat.IO, mapped int64) int64 {
 	if s.pagesWritten {
 		return io.WriteBytes
