@@ -157,6 +157,8 @@ func runAll(sz sizes) error {
 		sz.Keys, sz.Reads, sz.Scans, sz.YCSBOps, strings.Join(names, ", "))
 	records := map[string]int64{} // a YCSB store's records, by directory
 	byWorkload := map[string][]result{}
+	// A failed or interrupted run still reports the workloads it finished.
+	var runErr error
 	for i, w := range order {
 		wBegan := time.Now()
 		var results []result
@@ -167,11 +169,16 @@ func runAll(sz sizes) error {
 			dir := storeDir(root, name, w)
 			res, err := runInChild(ctx, self, name, w, dir, sz, records[dir])
 			if err != nil {
-				return err
+				runErr = err
+				break
 			}
 			records[dir] = res.Records
 			results = append(results, res)
 			fmt.Fprintf(os.Stderr, "%s %s: %.0f ops/s\n", name, w, res.OpsPerSec)
+		}
+		if runErr != nil {
+			order = order[:i]
+			break
 		}
 		byWorkload[w] = results
 		printTable(os.Stdout, w, sz, results)
@@ -185,19 +192,25 @@ func runAll(sz sizes) error {
 		}
 	}
 	printSummary(os.Stdout, order, byWorkload)
-	fmt.Printf("dbbench: done in %v; load average at the end: %s\n", time.Since(began).Round(time.Second), loadAverage())
+	status := "done"
+	if runErr != nil {
+		status = "stopped"
+	}
+	fmt.Printf("dbbench: %s in %v; load average at the end: %s\n", status, time.Since(began).Round(time.Second), loadAverage())
 	if *jsonPath != "" {
 		var all []result
 		for _, w := range order {
 			all = append(all, byWorkload[w]...)
 		}
 		b, err := json.MarshalIndent(all, "", "  ")
-		if err != nil {
-			return err
+		if err == nil {
+			err = os.WriteFile(*jsonPath, b, 0o644)
 		}
-		return os.WriteFile(*jsonPath, b, 0o644)
+		if runErr == nil {
+			runErr = err
+		}
 	}
-	return nil
+	return runErr
 }
 
 // storeDir is the store a workload uses: one per engine and store group,
