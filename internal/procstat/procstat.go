@@ -18,20 +18,23 @@ import (
 
 // IO holds the counters of /proc/self/io that the benchmarks report: read
 // and write syscalls (syscr, syscw) and the bytes they moved (rchar, wchar,
-// page cache hits included). They count the whole process.
+// page cache hits included). WriteBytes (write_bytes) is the bytes of the
+// pages the process dirtied for storage, a page each time a clean page
+// becomes dirty, whether by write(2) or by a store through a shared memory
+// mapping, which wchar does not see. They count the whole process.
 type IO struct {
-	RChar, WChar, SyscR, SyscW int64
+	RChar, WChar, SyscR, SyscW, WriteBytes int64
 }
 
 // Sub returns the counts from b to a.
 func (a IO) Sub(b IO) IO {
-	return IO{a.RChar - b.RChar, a.WChar - b.WChar, a.SyscR - b.SyscR, a.SyscW - b.SyscW}
+	return IO{a.RChar - b.RChar, a.WChar - b.WChar, a.SyscR - b.SyscR, a.SyscW - b.SyscW, a.WriteBytes - b.WriteBytes}
 }
 
 // ReadIO reads the process's I/O counters.
 func ReadIO() (IO, error) {
 	var io IO
-	fields := map[string]*int64{"rchar": &io.RChar, "wchar": &io.WChar, "syscr": &io.SyscR, "syscw": &io.SyscW}
+	fields := map[string]*int64{"rchar": &io.RChar, "wchar": &io.WChar, "syscr": &io.SyscR, "syscw": &io.SyscW, "write_bytes": &io.WriteBytes}
 	seen := 0
 	err := procFields("/proc/self/io", func(name, value string) error {
 		p := fields[name]
@@ -44,7 +47,7 @@ func ReadIO() (IO, error) {
 		return err
 	})
 	if err == nil && seen < len(fields) {
-		err = fmt.Errorf("/proc/self/io lacks some of rchar, wchar, syscr, syscw")
+		err = fmt.Errorf("/proc/self/io lacks some of rchar, wchar, syscr, syscw, write_bytes")
 	}
 	return io, err
 }

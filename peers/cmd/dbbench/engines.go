@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 
 	"github.com/cockroachdb/pebble/v2"
 	pebblebloom "github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/dgraph-io/badger/v4"
 	"github.com/shale-db/shale"
 	"github.com/shale-db/shale/internal/manual"
 	"github.com/syndtr/goleveldb/leveldb"
@@ -28,21 +30,36 @@ const (
 )
 
 // store is one open engine, seen through the operations the workloads use.
+// put, get and scan are safe for concurrent use.
 type store struct {
-	// put writes one key without fsync; safe for concurrent use.
+	// put writes one key without fsync.
 	put func(key, value []byte) error
-	// newReader returns a lookup for one goroutine: it reports whether key
-	// is present, and done releases what the lookup holds.
-	newReader func() (get func(key []byte) (bool, error), done func() error)
+	// get returns key's value, the caller's to keep; found is false if key
+	// is absent.
+	get func(key []byte) (value []byte, found bool, err error)
+	// newReader, if not nil, replaces get in readrandom and readmissing:
+	// it returns a lookup for one goroutine, which reports whether key is
+	// present, and done, which releases what the lookup holds.
+	newReader func() (lookup func(key []byte) (bool, error), done func() error)
+	// scan visits up to n entries through a new iterator: forward from the
+	// first key >= start, or, if reverse, backward from the last key <
+	// start. It stops early if visit returns an error; key and value are
+	// valid only during visit.
+	scan func(start []byte, n int, reverse bool, visit func(key, value []byte) error) error
+	// mappedWrites returns the bytes the store has written through shared
+	// memory mappings since it was opened, which /proc/self/io's wchar
+	// does not count (shale's WAL; see shale.Options.DisableWALMapping);
+	// nil if the engine writes none, or if pagesWritten.
+	mappedWrites func() int64
+	// pagesWritten is true of an engine that writes its WAL and tables
+	// through shared mappings, into fresh files only, and never rewrites
+	// a page in place (Badger): it does not count what it writes, but the
+	// pages it dirties are its bytes written, rounded up to pages.
+	pagesWritten bool
 	// levelWrites returns the bytes of tables written into each level since
 	// the store was opened: by flushes into L0, by compactions below (moves
 	// that rewrite nothing are not counted). nil if the engine does not say.
 	levelWrites func() []int64
-	// mappedWrites returns the bytes the store has written through shared
-	// memory mappings since it was opened, which /proc/self/io's wchar
-	// does not count (shale's WAL; see shale.Options.DisableWALMapping);
-	// nil if the engine writes none.
-	mappedWrites func() int64
 	// memory returns what the store says it holds, for the memory trace
 	// (-memtrace); nil if the engine does not say.
 	memory func() engineMemory
@@ -65,6 +82,7 @@ var engines = map[string]func(dir string) (*store, error){
 	"pebble":         func(dir string) (*store, error) { return openPebble(dir, false) },
 	"pebble-filters": func(dir string) (*store, error) { return openPebble(dir, true) },
 	"goleveldb":      openGoleveldb,
+	"badger":         openBadger,
 }
 
 // openShale opens shale with the common configuration; filters, when not
@@ -82,12 +100,26 @@ func openShale(dir string, filters shale.FilterPolicy) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	get := func(key []byte) (bool, error) {
-		_, err := db.Get(key)
+	get := func(key []byte) ([]byte, bool, error) {
+		v, err := db.Get(key)
 		if errors.Is(err, shale.ErrNotFound) {
-			return false, nil
+			return nil, false, nil
 		}
-		return err == nil, err
+		return v, err == nil, err
+	}
+	scan := func(start []byte, n int, reverse bool, visit func(k, v []byte) error) error {
+		it := db.NewIter(nil)
+		ok, step := it.SeekGE(start), it.Next
+		if reverse {
+			ok, step = it.SeekLT(start), it.Prev
+		}
+		for ; ok && n > 0; ok, n = step(), n-1 {
+			if err := visit(it.Key(), it.Value()); err != nil {
+				it.Close()
+				return err
+			}
+		}
+		return it.Close()
 	}
 	levelWrites := func() []int64 {
 		var w []int64
@@ -98,7 +130,8 @@ func openShale(dir string, filters shale.FilterPolicy) (*store, error) {
 	}
 	return &store{
 		put:          db.Put,
-		newReader:    func() (func([]byte) (bool, error), func() error) { return get, func() error { return nil } },
+		get:          get,
+		scan:         scan,
 		levelWrites:  levelWrites,
 		mappedWrites: func() int64 { return db.Metrics().WALMappedBytes },
 		memory: func() engineMemory {
@@ -132,6 +165,34 @@ func openPebble(dir string, useFilters bool) (*store, error) {
 	}
 	s := &store{
 		put: func(k, v []byte) error { return db.Set(k, v, pebble.NoSync) },
+		get: func(key []byte) ([]byte, bool, error) {
+			v, closer, err := db.Get(key)
+			if errors.Is(err, pebble.ErrNotFound) {
+				return nil, false, nil
+			}
+			if err != nil {
+				return nil, false, err
+			}
+			v = bytes.Clone(v) // valid only until closer.Close
+			return v, true, closer.Close()
+		},
+		scan: func(start []byte, n int, reverse bool, visit func(k, v []byte) error) error {
+			it, err := db.NewIter(nil)
+			if err != nil {
+				return err
+			}
+			ok, step := it.SeekGE(start), it.Next
+			if reverse {
+				ok, step = it.SeekLT(start), it.Prev
+			}
+			for ; ok && n > 0; ok, n = step(), n-1 {
+				if err := visit(it.Key(), it.Value()); err != nil {
+					it.Close()
+					return err
+				}
+			}
+			return it.Close()
+		},
 		levelWrites: func() []int64 {
 			var w []int64
 			for _, l := range db.Metrics().Levels {
@@ -160,17 +221,6 @@ func openPebble(dir string, useFilters bool) (*store, error) {
 		}
 		return s, nil
 	}
-	get := func(key []byte) (bool, error) {
-		_, closer, err := db.Get(key)
-		if errors.Is(err, pebble.ErrNotFound) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		return true, closer.Close()
-	}
-	s.newReader = func() (func([]byte) (bool, error), func() error) { return get, func() error { return nil } }
 	return s, nil
 }
 
@@ -198,16 +248,112 @@ func openGoleveldb(dir string) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	get := func(key []byte) (bool, error) {
-		_, err := db.Get(key, nil)
+	get := func(key []byte) ([]byte, bool, error) {
+		v, err := db.Get(key, nil)
 		if errors.Is(err, leveldb.ErrNotFound) {
-			return false, nil
+			return nil, false, nil
 		}
-		return err == nil, err
+		return v, err == nil, err
+	}
+	scan := func(start []byte, n int, reverse bool, visit func(k, v []byte) error) error {
+		it := db.NewIterator(nil, nil)
+		defer it.Release()
+		ok, step := it.Seek(start), it.Next
+		if reverse {
+			// goleveldb seeks only forward: the last key < start is the
+			// one before the first key >= start, or the last key.
+			if ok {
+				ok = it.Prev()
+			} else if it.Error() == nil {
+				ok = it.Last()
+			}
+			step = it.Prev
+		}
+		for ; ok && n > 0; ok, n = step(), n-1 {
+			if err := visit(it.Key(), it.Value()); err != nil {
+				return err
+			}
+		}
+		return it.Error()
 	}
 	return &store{
-		put:       func(k, v []byte) error { return db.Put(k, v, nil) },
-		newReader: func() (func([]byte) (bool, error), func() error) { return get, func() error { return nil } },
-		close:     db.Close,
+		put:   func(k, v []byte) error { return db.Put(k, v, nil) },
+		get:   get,
+		scan:  scan,
+		close: db.Close,
+	}, nil
+}
+
+// openBadger opens Badger as close to the common configuration as its
+// options go: 4 MiB memtables, 8 MiB of block cache, 4 KiB blocks, 2 MiB
+// tables at every level, Bloom filters of a 1% false-positive rate (what 10
+// bits per key give), no fsync, values kept in the tree (up to 64 KiB:
+// Badger's default of 1 MiB exceeds the batch a 4 MiB memtable takes), and
+// no conflict detection (no other engine checks
+// transactions). What it keeps: up to 5 memtables (the others hold 2), 4
+// compactors, Snappy compression, its indexes and filters in memory outside
+// the cache (as shale's).
+func openBadger(dir string) (*store, error) {
+	opts := badger.DefaultOptions(dir).
+		WithSyncWrites(false).
+		WithMemTableSize(memTableSize).
+		WithBlockCacheSize(blockCacheSize).
+		WithBlockSize(blockSize).
+		WithBaseTableSize(targetFileSize).
+		WithBloomFalsePositive(0.01).
+		WithValueThreshold(64 << 10).
+		WithDetectConflicts(false).
+		WithMetricsEnabled(false).
+		WithLoggingLevel(badger.WARNING)
+	opts.TableSizeMultiplier = 1
+	db, err := badger.Open(opts)
+	if err != nil {
+		return nil, err
+	}
+	get := func(key []byte) (v []byte, found bool, err error) {
+		err = db.View(func(txn *badger.Txn) error {
+			item, err := txn.Get(key)
+			if err != nil {
+				return err
+			}
+			v, err = item.ValueCopy(nil)
+			return err
+		})
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil, false, nil
+		}
+		return v, err == nil, err
+	}
+	scan := func(start []byte, n int, reverse bool, visit func(k, v []byte) error) error {
+		txn := db.NewTransaction(false)
+		defer txn.Discard()
+		opts := badger.DefaultIteratorOptions
+		// The values are in the tree: there is nothing to prefetch.
+		opts.PrefetchValues = false
+		opts.Reverse = reverse
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		// Backward, Seek finds the last key <= start.
+		it.Seek(start)
+		if reverse && it.Valid() && bytes.Equal(it.Item().Key(), start) {
+			it.Next()
+		}
+		for ; it.Valid() && n > 0; it.Next() {
+			n--
+			item := it.Item()
+			if err := item.Value(func(v []byte) error { return visit(item.Key(), v) }); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return &store{
+		put: func(k, v []byte) error {
+			return db.Update(func(txn *badger.Txn) error { return txn.Set(k, v) })
+		},
+		get:          get,
+		scan:         scan,
+		pagesWritten: true,
+		close:        db.Close,
 	}, nil
 }
