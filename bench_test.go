@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/shale-db/shale/internal/procstat"
 	"github.com/shale-db/shale/vfs"
 )
 
@@ -296,6 +297,8 @@ func BenchmarkScan(b *testing.B) {
 				b.Run(name, func(b *testing.B) {
 					b.ReportAllocs()
 					before := db.Metrics()
+					ioBefore, ioErr := procstat.ReadIO()
+					cpuBefore, cpuErr := procstat.CPUTime()
 					entries := 0
 					for b.Loop() {
 						it := db.NewIter(nil)
@@ -313,6 +316,15 @@ func BenchmarkScan(b *testing.B) {
 					}
 					after := db.Metrics()
 					b.ReportMetric(float64(after.DiskReads-before.DiskReads)/float64(b.N), "disk-reads/op")
+					// The process's read syscalls and CPU time (all
+					// goroutines) per scan, where /proc says them: on a
+					// shared machine, steadier than the time per scan.
+					if ioAfter, err := procstat.ReadIO(); err == nil && ioErr == nil {
+						b.ReportMetric(float64(ioAfter.Sub(ioBefore).SyscR)/float64(b.N), "read-syscalls/op")
+					}
+					if cpuAfter, err := procstat.CPUTime(); err == nil && cpuErr == nil {
+						b.ReportMetric(float64(cpuAfter-cpuBefore)/float64(b.N), "cpu-ns/op")
+					}
 					if entries == 0 {
 						b.Fatal("the scans read nothing")
 					}

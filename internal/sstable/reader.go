@@ -402,14 +402,20 @@ func (r *Reader) checkHandle(h blockHandle) error {
 }
 
 // dataBlock returns the contents of the data block h names, from the cache
-// when it is there, and records the visit in trace (when not nil).
-func (r *Reader) dataBlock(h blockHandle, trace *GetTrace) ([]byte, error) {
+// when it is there, else from the file, through ra when not nil, and
+// records the visit in trace (when not nil).
+func (r *Reader) dataBlock(h blockHandle, trace *GetTrace, ra *readahead) ([]byte, error) {
 	b, ok := r.opts.Cache.Get(r.opts.FileNum, h.offset)
 	if ok {
 		r.stats.CacheHits.Add(1)
 	} else {
 		var err error
-		if b, err = r.readBlock(h); err != nil {
+		if ra != nil {
+			b, err = ra.block(r, h)
+		} else {
+			b, err = r.readBlock(h)
+		}
+		if err != nil {
 			return nil, err
 		}
 		r.opts.Cache.Set(r.opts.FileNum, h.offset, b)
