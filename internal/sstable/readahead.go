@@ -85,7 +85,7 @@ func (ra *readahead) read(r *Reader, off, n uint64) error {
 		// damaged; the read takes at least the block.
 		end = max(min(off+ra.size, r.props.DataSize, r.blocksEnd), end)
 	} else {
-		start = end - min(ra.size, end)
+		start = end - min(max(ra.size, n), end)
 	}
 	buf := (*ra.buf)[:end-start]
 	if err := r.readAt(buf, int64(start)); err != nil {
