@@ -34,9 +34,12 @@ type tableIter struct {
 var _ base.InternalIterator = (*tableIter)(nil)
 
 // resetIndex readies the index iterator for a new positioning and leaves
-// the iterator unpositioned (the loaded data block stays loaded).
+// the iterator unpositioned (the loaded data block stays loaded). The
+// readahead gives its buffer back: an iterator holds one only while it
+// walks from block to block.
 func (i *tableIter) resetIndex() bool {
 	i.valid, i.data.valid = false, false
+	i.ahead.release()
 	if i.err != nil {
 		return false
 	}

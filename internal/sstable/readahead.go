@@ -33,7 +33,9 @@ var readaheadBufs = sync.Pool{New: func() any {
 //
 // A seek does not read ahead: it lands on one block, and a short scan may
 // end there. The first step to a neighbouring block does: a scan that
-// leaves its first block is likely to go on.
+// leaves its first block is likely to go on. The buffer is held from that
+// first read to the iterator's next seek or its Close, so an open
+// iterator holds at most iterReadaheadMax bytes per table it walks.
 type readahead struct {
 	buf     *[]byte // from readaheadBufs; nil until the first read
 	off     uint64  // the file offset of (*buf)[0]
