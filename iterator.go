@@ -430,19 +430,26 @@ func (it *Iterator) findPrevEntry() bool {
 			break
 		}
 		it.key = append(it.key[:0], ukey...)
+		// value is the newest visible version's value so far. It aliases
+		// the memtable or table block that holds it, which, beyond what
+		// InternalIterator promises, stay valid and unchanged after the
+		// internal iterator moves (memtable.NewIter, sstable's NewIter),
+		// as long as the read state holds them: only the newest is copied.
+		var value []byte
 		found := false
 		var kind base.Kind
 		for ok := true; ok && bytes.Equal(it.iter.Key().UserKey, it.key); ok = it.iter.Prev() {
 			k := it.iter.Key()
 			if k.Visible(it.seq) {
 				found, kind = true, k.Kind()
-				it.value = append(it.value[:0], it.iter.Value()...)
+				value = it.iter.Value()
 			}
 		}
 		if it.iter.Error() != nil {
 			break
 		}
 		if found && kind == base.KindSet {
+			it.value = append(it.value[:0], value...)
 			return it.found()
 		}
 	}

@@ -14,11 +14,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/schollz/progressbar/v3"
 	"github.com/shale-db/shale"
 	"github.com/shale-db/shale/internal/permutation"
 	"github.com/shale-db/shale/internal/procstat"
 	"github.com/shale-db/shale/ribbon"
+	"github.com/shale-db/shale/ycsb"
 )
 
 // allBenchmarks are the workloads, in the default order.
@@ -27,6 +29,11 @@ var allBenchmarks = []string{"fillseq", "fillrandom", "overwrite", "readrandom",
 // otherBenchmarks are the workloads that run only when named: the bulk
 // loads, which write the same keys as fillseq.
 var otherBenchmarks = []string{"fillbatch", "fillingest"}
+
+// scanBenchmarks are the short-scan workloads (see scanWorkload), which run
+// only when named: forward and reverse, from uniform and from zipfian
+// starting keys.
+var scanBenchmarks = []string{"scan", "scanzipf", "scanrev", "scanrevzipf"}
 
 // config is what the flags say.
 type config struct {
@@ -71,6 +78,8 @@ type config struct {
 	noReadCompactions bool
 	// scale is -scale's key counts, and scaleFrom -scale-from's files.
 	scale, scaleFrom string
+	// scanLength is the entries each scan workload's scan reads.
+	scanLength int
 }
 
 // opsOf is the number of operations a workload runs: -reads for the read
@@ -94,7 +103,7 @@ func (cfg *config) validate() error {
 	}
 	for _, b := range cfg.benchmarks {
 		if _, ok := workloads[b]; !ok {
-			return fmt.Errorf("unknown benchmark %q (known: %s)", b, strings.Join(append(slices.Clone(allBenchmarks), otherBenchmarks...), ","))
+			return fmt.Errorf("unknown benchmark %q (known: %s)", b, strings.Join(slices.Concat(allBenchmarks, otherBenchmarks, scanBenchmarks), ","))
 		}
 	}
 	switch {
@@ -110,6 +119,8 @@ func (cfg *config) validate() error {
 		return fmt.Errorf("-compression-ratio %g is not in (0, 1]", cfg.compressionRatio)
 	case cfg.rowCache < 0:
 		return errors.New("-row-cache must not be negative")
+	case cfg.scanLength < 1:
+		return errors.New("-scan-length must be at least 1")
 	case cfg.concurrency < 1:
 		return errors.New("-concurrency must be at least 1")
 	case cfg.compareFilters && cfg.bloomBits == shale.NoFilter:
@@ -404,6 +415,7 @@ func (b *bench) close() { b.db.Close() }
 // and reports whether it found a key (reads only).
 type workload struct {
 	write bool
+	scan  bool // a scan workload: op records each scan in the worker (see scanWorkload)
 	op    func(w *worker, i int) (bool, error)
 }
 
@@ -432,6 +444,47 @@ var workloads = map[string]workload{
 		ok := it.SeekGE(w.key(w.rng.IntN(w.b.cfg.n)))
 		return ok, it.Error()
 	}},
+	"scan":        scanWorkload(false, false),
+	"scanzipf":    scanWorkload(false, true),
+	"scanrev":     scanWorkload(true, false),
+	"scanrevzipf": scanWorkload(true, true),
+}
+
+// scanWorkload is a short scan, as YCSB's workload E does them: a new
+// iterator, a seek to a random key of the n keys, then -scan-length
+// entries read (key and value) one step at a time. Forward, it seeks with
+// SeekGE and steps with Next; reverse, with SeekLT and Prev. The starting
+// key is uniform over the keys, or zipfian: YCSB's scrambled zipfian, whose
+// popular keys are spread over the key space. Each scan's latency goes to
+// the worker's histogram and the entries it read to its count, for the
+// scan's entries/s and percentiles (result.Scan).
+func scanWorkload(reverse, zipf bool) workload {
+	return workload{scan: true, op: func(w *worker, _ int) (bool, error) {
+		var k int
+		if zipf {
+			if w.zipf == nil {
+				w.zipf = ycsb.NewScrambledZipfian(0, int64(w.b.cfg.n-1))
+			}
+			k = int(w.zipf.Next(w.rng))
+		} else {
+			k = w.rng.IntN(w.b.cfg.n)
+		}
+		start := time.Now()
+		it := w.b.db.NewIter(nil)
+		seek, step := it.SeekGE, it.Next
+		if reverse {
+			seek, step = it.SeekLT, it.Prev
+		}
+		read := 0
+		for ok := seek(w.key(k)); ok && read < w.b.cfg.scanLength; ok = step() {
+			w.sink += len(it.Key()) + len(it.Value())
+			read++
+		}
+		err := it.Close()
+		w.scans.RecordValue(int64(time.Since(start)))
+		w.entries += int64(read)
+		return read > 0, err
+	}}
 }
 
 func isWrite(name string) bool { return workloads[name].write }
@@ -466,14 +519,23 @@ func (b *bench) run(name string, n int, progress io.Writer) (result, error) {
 		hits     atomic.Int64
 		errOnce  sync.Once
 		firstErr error
+		scansMu  sync.Mutex
+		scans    = newScanHistogram()
+		entries  int64
 	)
 	for g := range c {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			lo, hi := g*n/c, (g+1)*n/c
-			w := &worker{b: b, rng: newRand(b.cfg.seed, g+2), last: hi - 1, id: g}
-			defer w.close()
+			w := &worker{b: b, rng: newRand(b.cfg.seed, g+2), last: hi - 1, id: g, scans: newScanHistogram()}
+			defer func() {
+				w.close()
+				scansMu.Lock()
+				scans.Merge(w.scans)
+				entries += w.entries
+				scansMu.Unlock()
+			}()
 			var found int64
 			for i := lo; i < hi; i++ {
 				ok, err := wl.op(w, i)
@@ -512,6 +574,9 @@ func (b *bench) run(name string, n int, progress io.Writer) (result, error) {
 	r := newResult(name, n, int(hits.Load()), wl.write, elapsed, before, b.db.Metrics(), ioAfter.Sub(ioBefore))
 	r.CPUNanosPerOp = float64(cpuAfter-cpuBefore) / float64(n)
 	r.PeakRSS, r.FileRSS = rss[0], rss[1]
+	if wl.scan {
+		r.Scan = newScanResult(entries, elapsed, scans)
+	}
 	if b.cfg.settle && wl.write {
 		r.Settle, err = b.settle(before, ioBefore, cpuBefore, n)
 	}
@@ -641,6 +706,13 @@ type worker struct {
 	path      string
 	tableKeys int
 	tables    int
+	// The scan workloads': the starting keys' zipfian generator, each
+	// scan's latency, the entries read, and the bytes they held (read so
+	// that a scan cannot skip its entries).
+	zipf    *ycsb.ScrambledZipfian
+	scans   *hdrhistogram.Histogram
+	entries int64
+	sink    int
 }
 
 // key returns key i: i in decimal, zero-padded to the key size. The slice

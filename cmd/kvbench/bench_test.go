@@ -33,6 +33,7 @@ func smallConfig() config {
 		cacheSize:        -1, // every block a lookup needs is a disk read
 		concurrency:      2,
 		seed:             1,
+		scanLength:       100,
 	}
 }
 
@@ -586,5 +587,50 @@ func TestCompareMmap(t *testing.T) {
 	t.Logf("read syscalls per Get: mmap %.4f, pread %.4f; disk reads per Get %.3f", mmap.ReadSyscallsPerOp, pread.ReadSyscallsPerOp, pread.DiskReadsPerOp)
 	if pread.DiskReadsPerOp < 0.5 || pread.ReadSyscallsPerOp < 0.5 || mmap.ReadSyscallsPerOp > pread.ReadSyscallsPerOp/4 {
 		t.Errorf("read syscalls per Get: mmap %.4f, pread %.4f, for %.3f block reads per Get", mmap.ReadSyscallsPerOp, pread.ReadSyscallsPerOp, pread.DiskReadsPerOp)
+	}
+}
+
+// TestScans runs the scan workloads on a filled store and checks what they
+// report: each scan reads at most -scan-length entries, and as many while
+// that many keys lie ahead of its start (most scans: 2000 keys, 100 per
+// scan), forward and reverse.
+func TestScans(t *testing.T) {
+	cfg := smallConfig()
+	cfg.benchmarks = append([]string{"fillseq"}, scanBenchmarks...)
+	cfg.reads = 200
+	rep := runJSON(t, cfg)
+	if len(rep.Results) != 1+len(scanBenchmarks) {
+		t.Fatalf("%d results, want %d", len(rep.Results), 1+len(scanBenchmarks))
+	}
+	for _, x := range rep.Results[1:] {
+		s := x.Scan
+		switch {
+		case s == nil:
+			t.Errorf("%s: no scan figures", x.Benchmark)
+		case s.EntriesPerScan < 80 || s.EntriesPerScan > 100:
+			t.Errorf("%s: %.1f entries per scan, want 80 to 100", x.Benchmark, s.EntriesPerScan)
+		case s.EntriesPerSec <= 0 || s.P50 <= 0 || s.P99 < s.P50 || s.P999 < s.P99:
+			t.Errorf("%s: figures %+v", x.Benchmark, s)
+		case x.Found != x.Ops:
+			t.Errorf("%s: %d of %d scans found an entry", x.Benchmark, x.Found, x.Ops)
+		}
+	}
+	if rep.Results[0].Scan != nil {
+		t.Error("fillseq has scan figures")
+	}
+	cfg.json = false
+	var out bytes.Buffer
+	if err := run(cfg, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out.String())
+	for _, b := range scanBenchmarks {
+		if !regexp.MustCompile(`(?m)^ +` + b + ` +\d+ +\d+\.\d +\d+\.\d +\d+\.\d +\d+\.\d *$`).MatchString(out.String()) {
+			t.Errorf("no scan row for %s", b)
+		}
+	}
+	cfg.scanLength = 0
+	if err := run(cfg, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "-scan-length") {
+		t.Errorf("-scan-length 0: error %v", err)
 	}
 }

@@ -24,6 +24,18 @@
 //	             with ".tables" appended), ingesting each when it is
 //	             written (DB.Ingest) and then removing it
 //
+// and, also only when named, the short scans of YCSB's workload E, each with a
+// new iterator: a seek to a random key, then -scan-length entries (100)
+// read one step at a time, forward (SeekGE, Next) or reverse (SeekLT,
+// Prev), from keys chosen uniformly or as YCSB's scrambled zipfian does.
+// They report, besides the columns every workload has (per scan), the
+// entries read per second and the percentiles of one scan's latency:
+//
+//	scan         n forward scans from uniform random keys
+//	scanzipf     n forward scans from zipfian random keys
+//	scanrev      n reverse scans from uniform random keys
+//	scanrevzipf  n reverse scans from zipfian random keys
+//
 // Key i is the decimal number i, zero-padded to -key-size bytes; values are
 // -value-size random bytes, or with -compression-ratio below 1 bytes that
 // snappy compresses to that fraction of their size. A store holds -n keys; each workload runs -n
@@ -137,6 +149,7 @@ func main() {
 	flag.StringVar(&cfg.plot, "plot", "", "draw false-positive rates and disk reads per absent lookup (YCSB: throughput and p99 latencies) into this PNG file")
 	flag.Int64Var(&cfg.seed, "seed", 1, "random seed")
 	flag.IntVar(&cfg.reads, "reads", 0, "operations per read workload (0: -n)")
+	flag.IntVar(&cfg.scanLength, "scan-length", 100, "entries each scan of the scan workloads reads")
 	flag.BoolVar(&cfg.settle, "settle", false, "after each write workload (and a YCSB load), wait for its flushes and compactions and report its write amplification")
 	flag.StringVar(&cfg.scale, "scale", "", "comma-separated key counts (1e6,1e7,1e8): measure fill and reads at each, in fresh processes")
 	flag.StringVar(&cfg.scaleFrom, "scale-from", "", "comma-separated JSON outputs of -scale runs: print and plot their points instead of measuring")

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/shale-db/shale"
 	"github.com/shale-db/shale/internal/procstat"
 )
@@ -53,6 +54,39 @@ type result struct {
 	FileRSS int64 `json:"file_rss"`
 	// Settle is a write workload's aftermath, with -settle.
 	Settle *settleResult `json:"settle,omitempty"`
+	// Scan is a scan workload's scans.
+	Scan *scanResult `json:"scan,omitempty"`
+}
+
+// scanResult is what a scan workload's scans did: the entries they read
+// per second (all goroutines) and per scan, and the percentiles of one
+// scan's latency, from its new iterator to its Close.
+type scanResult struct {
+	EntriesPerSec  float64       `json:"entries_per_sec"`
+	EntriesPerScan float64       `json:"entries_per_scan"`
+	P50            time.Duration `json:"p50_ns"`
+	P99            time.Duration `json:"p99_ns"`
+	P999           time.Duration `json:"p999_ns"`
+}
+
+// maxScanLatency is the longest scan the histograms hold; longer ones
+// count as this long.
+const maxScanLatency = int64(10 * time.Second)
+
+// newScanHistogram returns a histogram of scan latencies in nanoseconds,
+// three significant digits.
+func newScanHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, maxScanLatency, 3)
+}
+
+func newScanResult(entries int64, elapsed time.Duration, h *hdrhistogram.Histogram) *scanResult {
+	return &scanResult{
+		EntriesPerSec:  float64(entries) / elapsed.Seconds(),
+		EntriesPerScan: float64(entries) / float64(max(h.TotalCount(), 1)),
+		P50:            time.Duration(h.ValueAtQuantile(50)),
+		P99:            time.Duration(h.ValueAtQuantile(99)),
+		P999:           time.Duration(h.ValueAtQuantile(99.9)),
+	}
 }
 
 // settleResult is what a write workload costs once its flushes and
@@ -204,6 +238,18 @@ func writeTable(w io.Writer, results []result) {
 			x.ReadSyscallsPerOp, x.ReadBytesPerOp, x.WriteSyscallsPerOp, x.WriteBytesPerOp, float64(x.PeakRSS)/(1<<20), float64(x.FileRSS)/(1<<20))
 	}
 	tw.Flush()
+	if slices.ContainsFunc(results, func(x result) bool { return x.Scan != nil }) {
+		fmt.Fprintln(w, "scans (a new iterator, a seek, then the entries one step at a time):")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "benchmark\t%sentries/s\tentries/scan\tp50 µs\tp99 µs\tp99.9 µs\t\n", store(result{Store: "store"}))
+		for _, x := range results {
+			if s := x.Scan; s != nil {
+				fmt.Fprintf(tw, "%s\t%s%.0f\t%.1f\t%s\t%s\t%s\t\n", x.Benchmark, store(x),
+					s.EntriesPerSec, s.EntriesPerScan, micros(s.P50), micros(s.P99), micros(s.P999))
+			}
+		}
+		tw.Flush()
+	}
 	for _, x := range results {
 		if s := x.Settle; s != nil {
 			fmt.Fprintf(w, "%s%s settled in %.1f s: %.0f CPU ns/op in all; write amp %.2f (wchar) / %.2f (store metrics); tables %.1f MiB; pinned filters %.1f MiB, indexes %.1f MiB; %d open files\n",

@@ -128,14 +128,29 @@ func (i *blockIter) restart(r int) (int, bool) {
 // decodeAt decodes the entry at off, whose key shares a prefix with the
 // current i.key (empty at a restart point), and makes it current.
 func (i *blockIter) decodeAt(off int) bool {
-	shared, n1 := binary.Uvarint(i.data[off:i.restarts])
-	unshared, n2 := uvarintAt(i.data[:i.restarts], off+max(n1, 0))
-	vlen, n3 := uvarintAt(i.data[:i.restarts], off+max(n1, 0)+max(n2, 0))
-	if n1 <= 0 || n2 <= 0 || n3 <= 0 {
+	entries := i.data[:i.restarts]
+	var shared, unshared uint64
+	p := off + 2
+	if p <= len(entries) && entries[off]|entries[off+1] < 0x80 {
+		// The usual header: one byte each for the shared and unshared
+		// lengths, decoded inline.
+		shared, unshared = uint64(entries[off]), uint64(entries[off+1])
+	} else {
+		var n1, n2 int
+		shared, n1 = uvarintAt(entries, off)
+		unshared, n2 = uvarintAt(entries, off+max(n1, 0))
+		if n1 <= 0 || n2 <= 0 {
+			i.corrupt("bad entry header at block offset %d", off)
+			return false
+		}
+		p = off + n1 + n2
+	}
+	vlen, n3 := uvarintAt(entries, p)
+	if n3 <= 0 {
 		i.corrupt("bad entry header at block offset %d", off)
 		return false
 	}
-	p := off + n1 + n2 + n3
+	p += n3
 	rest := uint64(i.restarts - p)
 	if shared > uint64(len(i.key)) || unshared > rest || vlen > rest-unshared {
 		i.corrupt("entry at block offset %d: lengths %d/%d/%d do not fit", off, shared, unshared, vlen)

@@ -17,6 +17,8 @@ type tableIter struct {
 	// scan, when not nil, serves the data blocks instead of the cache
 	// (NewScanIter).
 	scan *scanReader
+	// ahead reads the file ahead of the steps from block to block.
+	ahead readahead
 
 	index blockIter
 	data  blockIter
@@ -32,9 +34,12 @@ type tableIter struct {
 var _ base.InternalIterator = (*tableIter)(nil)
 
 // resetIndex readies the index iterator for a new positioning and leaves
-// the iterator unpositioned (the loaded data block stays loaded).
+// the iterator unpositioned (the loaded data block stays loaded). The
+// readahead gives its buffer back: an iterator holds one only while it
+// walks from block to block.
 func (i *tableIter) resetIndex() bool {
 	i.valid, i.data.valid = false, false
+	i.ahead.release()
 	if i.err != nil {
 		return false
 	}
@@ -46,8 +51,11 @@ func (i *tableIter) resetIndex() bool {
 }
 
 // loadBlock loads the data block the index iterator is on, unless it is
-// loaded already.
-func (i *tableIter) loadBlock() bool {
+// loaded already. step says how the index iterator got there: 0 by a
+// seek (or First or Last), +1 or -1 by a step from the block before or
+// after it, in which case a block the cache does not hold comes through
+// the readahead.
+func (i *tableIter) loadBlock(step int) bool {
 	h, n := decodeHandle(i.index.val)
 	if n == 0 || n != len(i.index.val) {
 		i.err = i.index.corrupt("bad block handle in index entry at block offset %d", i.index.offset)
@@ -62,7 +70,12 @@ func (i *tableIter) loadBlock() bool {
 	if i.scan != nil {
 		b, err = i.scan.block(h)
 	} else {
-		b, err = i.r.dataBlock(h, i.trace)
+		var ra *readahead
+		if step != 0 {
+			ra = &i.ahead
+			ra.forward = step > 0
+		}
+		b, err = i.r.dataBlock(h, i.trace, ra)
 	}
 	if err == nil {
 		err = i.data.init(i.r.name, int64(h.offset), b)
@@ -101,7 +114,7 @@ func (i *tableIter) forward() bool {
 			}
 			return i.settle()
 		}
-		if !i.loadBlock() {
+		if !i.loadBlock(+1) {
 			return false
 		}
 		i.data.First()
@@ -123,7 +136,7 @@ func (i *tableIter) backward() bool {
 		if i.data.err != nil || i.index.err != nil || !i.index.Prev() {
 			return i.settle()
 		}
-		if !i.loadBlock() {
+		if !i.loadBlock(-1) {
 			return false
 		}
 		i.data.Last()
@@ -161,7 +174,7 @@ func (i *tableIter) settle() bool {
 // seekBlock positions the index on the first block whose separator is >= k
 // and data on the first entry >= k in that block, if there is one.
 func (i *tableIter) seekBlock(k base.InternalKey) {
-	if i.resetIndex() && i.index.SeekGE(k) && i.loadBlock() {
+	if i.resetIndex() && i.index.SeekGE(k) && i.loadBlock(0) {
 		i.data.SeekGE(k)
 	}
 }
@@ -198,7 +211,7 @@ func (i *tableIter) SeekLT(key []byte) bool {
 		// Every entry is < k.
 		return i.last()
 	}
-	if !i.loadBlock() {
+	if !i.loadBlock(0) {
 		return false
 	}
 	if i.data.SeekGE(k) {
@@ -220,7 +233,7 @@ func (i *tableIter) First() bool {
 	if !i.index.First() {
 		return i.settle()
 	}
-	if !i.loadBlock() {
+	if !i.loadBlock(0) {
 		return false
 	}
 	i.data.First()
@@ -243,7 +256,7 @@ func (i *tableIter) last() bool {
 	if !i.index.Last() {
 		return i.settle()
 	}
-	if !i.loadBlock() {
+	if !i.loadBlock(0) {
 		return false
 	}
 	i.data.Last()
@@ -282,5 +295,8 @@ func (i *tableIter) Value() []byte { return i.data.val }
 // Error returns the error that made the iterator invalid, if any.
 func (i *tableIter) Error() error { return i.err }
 
-// Close returns Error; there is nothing to release.
-func (i *tableIter) Close() error { return i.err }
+// Close releases the readahead's buffer and returns Error.
+func (i *tableIter) Close() error {
+	i.ahead.release()
+	return i.err
+}

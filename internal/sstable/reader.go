@@ -448,8 +448,11 @@ func (r *Reader) checkHandle(h blockHandle) error {
 }
 
 // dataBlock returns the contents of the data block h names, from the cache
-// when it is there, and records the visit in trace (when not nil).
-func (r *Reader) dataBlock(h blockHandle, trace *GetTrace) ([]byte, error) {
+// when it is there, else from the file: through the table's mapping when it
+// has one (no system call, so no readahead either), else through ra when
+// not nil, else with one read; and records the visit in trace (when not
+// nil).
+func (r *Reader) dataBlock(h blockHandle, trace *GetTrace, ra *readahead) ([]byte, error) {
 	b, ok := r.opts.Cache.Get(r.opts.FileNum, h.offset)
 	if ok {
 		r.stats.CacheHits.Add(1)
@@ -459,7 +462,11 @@ func (r *Reader) dataBlock(h blockHandle, trace *GetTrace) ([]byte, error) {
 		if r.view != nil {
 			b, viewed, err = r.viewBlock(h)
 		}
-		if !viewed && err == nil {
+		switch {
+		case viewed || err != nil: // read through the mapping, or failed there
+		case ra != nil:
+			b, err = ra.block(r, h)
+		default:
 			b, err = r.readBlock(h)
 		}
 		if err != nil {
