@@ -57,9 +57,16 @@ func (db *DB) commit(b *Batch, syncWAL, forceFlush bool) error {
 	w := pendingWrites.Get().(*pendingWrite)
 	w.batch, w.sync, w.forceFlush = b, syncWAL, forceFlush
 	err := db.commitQueued(w)
-	w.batch = nil
-	pendingWrites.Put(w)
+	putPendingWrite(w)
 	return err
+}
+
+// putPendingWrite returns w to the pool with nothing of its write left in
+// it: the next write to take it, perhaps an exclusive one or another DB's,
+// sets only what it needs.
+func putPendingWrite(w *pendingWrite) {
+	*w = pendingWrite{wake: w.wake}
+	pendingWrites.Put(w)
 }
 
 // exclusive runs fn in the commit pipeline, alone: the batches of its
@@ -71,8 +78,7 @@ func (db *DB) exclusive(fn func() error) error {
 	w := pendingWrites.Get().(*pendingWrite)
 	w.exclusive = fn
 	err := db.commitQueued(w)
-	w.exclusive = nil
-	pendingWrites.Put(w)
+	putPendingWrite(w)
 	return err
 }
 

@@ -34,7 +34,10 @@ import (
 // to: the deepest level where nothing in the store overlaps it. The
 // caller's files are only read, never moved or removed. Writes wait while
 // the tables are copied, and the memtables are flushed first when they
-// hold writes. A read-only store returns ErrReadOnly.
+// hold writes; since Ingest takes the compaction lock while it places and
+// copies the tables, writes also wait for a compaction running when it
+// starts (a manual Compact of a large store included). A read-only store
+// returns ErrReadOnly.
 func (db *DB) Ingest(paths []string) error {
 	if err := db.enterWrite(); err != nil {
 		return err
