@@ -18,6 +18,14 @@ import (
 	"github.com/shale-db/shale/vfs"
 )
 
+// mustOK fails the test at once if err is not nil.
+func mustOK(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func mustOpen(t *testing.T, dir string, opts *Options) *DB {
 	t.Helper()
 	db, err := Open(dir, opts)

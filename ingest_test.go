@@ -83,13 +83,7 @@ func TestTableWriterOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(w.Put([]byte("b"), []byte("1")))
+	mustOK(t, w.Put([]byte("b"), []byte("1")))
 	for _, k := range []string{"a", "b"} {
 		err := w.Put([]byte(k), []byte("x"))
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("key %s is not after b", k)) {
@@ -99,15 +93,15 @@ func TestTableWriterOrder(t *testing.T) {
 			t.Fatalf("Delete(%s) after b: no error", k)
 		}
 	}
-	must(w.Delete([]byte("c")))
-	must(w.DeleteRange([]byte("x"), []byte("z")))
-	must(w.DeleteRange([]byte("a"), []byte("b")))
-	must(w.DeleteRange([]byte("q"), []byte("q")))
+	mustOK(t, w.Delete([]byte("c")))
+	mustOK(t, w.DeleteRange([]byte("x"), []byte("z")))
+	mustOK(t, w.DeleteRange([]byte("a"), []byte("b")))
+	mustOK(t, w.DeleteRange([]byte("q"), []byte("q")))
 	if err := w.DeleteRange([]byte("q"), []byte("p")); !errors.Is(err, ErrInvalidRange) {
 		t.Fatalf("DeleteRange(q, p) = %v; want ErrInvalidRange", err)
 	}
-	must(w.Put([]byte("d"), []byte("4")))
-	must(w.Close())
+	mustOK(t, w.Put([]byte("d"), []byte("4")))
+	mustOK(t, w.Close())
 	if err := w.Close(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("second Close = %v; want ErrClosed", err)
 	}
@@ -118,15 +112,15 @@ func TestTableWriterOrder(t *testing.T) {
 	}
 	defer db.Close()
 	for _, k := range []string{"a0", "c", "d", "y"} {
-		must(db.Put([]byte(k), []byte("old")))
+		mustOK(t, db.Put([]byte(k), []byte("old")))
 	}
-	must(db.Ingest([]string{"t.sst"}))
+	mustOK(t, db.Ingest([]string{"t.sst"}))
 
 	// Abort removes the file; the writer is closed after it.
 	a, err := NewTableWriter("abandoned.sst", opts)
-	must(err)
-	must(a.Put([]byte("k"), []byte("v")))
-	must(a.Abort())
+	mustOK(t, err)
+	mustOK(t, a.Put([]byte("k"), []byte("v")))
+	mustOK(t, a.Abort())
 	if _, err := fs.Stat("abandoned.sst"); !errors.Is(err, iofs.ErrNotExist) {
 		t.Fatalf("after Abort, Stat(abandoned.sst) = %v; want not found", err)
 	}
@@ -152,12 +146,6 @@ func TestIngestLevels(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { db.Close() }()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	levelOf := func(key string) int {
 		t.Helper()
 		for level, tables := range db.Tables() {
@@ -170,13 +158,13 @@ func TestIngestLevels(t *testing.T) {
 		t.Fatalf("no table holds %s:\n%s", key, db.Tables())
 		return -1
 	}
-	must(db.Put([]byte("m"), []byte("old")))
-	must(db.Compact()) // m in L6
+	mustOK(t, db.Put([]byte("m"), []byte("old")))
+	mustOK(t, db.Compact()) // m in L6
 	writeTable(t, opts, "a.sst", tableOp{key: "a", value: "1"}, tableOp{key: "b", value: "1"})
 	writeTable(t, opts, "m.sst", tableOp{key: "l", value: "1"}, tableOp{key: "m", value: "new"})
 	snap := db.NewSnapshot()
-	must(db.Put([]byte("z"), []byte("mem")))
-	must(db.Ingest([]string{"m.sst", "a.sst"}))
+	mustOK(t, db.Put([]byte("z"), []byte("mem")))
+	mustOK(t, db.Ingest([]string{"m.sst", "a.sst"}))
 	if got, want := levelOf("a"), NumLevels-1; got != want {
 		t.Errorf("a.sst went to L%d; want L%d (nothing overlaps it)", got, want)
 	}
@@ -191,27 +179,27 @@ func TestIngestLevels(t *testing.T) {
 	checkScan(t, db, model, nil, nil, true)
 
 	// A table over an L0 table goes to L0, newer than it.
-	must(db.Put([]byte("m"), []byte("l0")))
-	must(db.Flush())
+	mustOK(t, db.Put([]byte("m"), []byte("l0")))
+	mustOK(t, db.Flush())
 	writeTable(t, opts, "m2.sst", tableOp{key: "m", value: "newer"})
-	must(db.Ingest([]string{"m2.sst"}))
+	mustOK(t, db.Ingest([]string{"m2.sst"}))
 	model["m"] = "newer"
 	checkScan(t, db, model, nil, nil, true)
 	if l0 := db.Tables()[0]; len(l0) != 3 || string(l0[0].Smallest) != "m" || string(l0[1].Smallest) != "m" || l0[0].FileNum < l0[1].FileNum {
 		t.Errorf("L0:\n%s\nwant 3 tables (z's, flushed by the first Ingest; m's; m2.sst's), m2.sst's first", db.Tables())
 	}
-	must(snap.Close())
-	must(db.Close())
+	mustOK(t, snap.Close())
+	mustOK(t, db.Close())
 	if db, err = Open("db", opts); err != nil {
 		t.Fatal(err)
 	}
 	checkScan(t, db, model, nil, nil, true)
-	must(db.Put([]byte("n"), []byte("after")))
+	mustOK(t, db.Put([]byte("n"), []byte("after")))
 	model["n"] = "after"
-	must(db.Compact())
+	mustOK(t, db.Compact())
 	checkScan(t, db, model, nil, nil, false)
-	must(db.Close())
-	must(Check("db", opts))
+	mustOK(t, db.Close())
+	mustOK(t, Check("db", opts))
 	if db, err = Open("db", opts); err != nil {
 		t.Fatal(err)
 	}
@@ -253,12 +241,6 @@ func runIngestModel(t *testing.T, seed uint64, ops int, compactions bool) {
 		t.Fatal(err)
 	}
 	defer func() { db.Close() }()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	model := map[string]string{}
 	keyN := func(n int) string { return fmt.Sprintf("k%03d", n) }
 	key := func() []byte { return []byte(keyN(rng.IntN(300))) }
@@ -313,7 +295,7 @@ func runIngestModel(t *testing.T, seed uint64, ops int, compactions bool) {
 		switch op := rng.IntN(100); {
 		case op < 10:
 			paths, all := ingestOps()
-			must(db.Ingest(paths))
+			mustOK(t, db.Ingest(paths))
 			for _, ops := range all {
 				applyTableOps(model, ops)
 			}
@@ -321,7 +303,7 @@ func runIngestModel(t *testing.T, seed uint64, ops int, compactions bool) {
 		case op < 13:
 			s := rng.IntN(300)
 			start, end := keyN(s), keyN(s+rng.IntN(40))
-			must(db.DeleteRange([]byte(start), []byte(end)))
+			mustOK(t, db.DeleteRange([]byte(start), []byte(end)))
 			applyTableOps(model, []tableOp{{key: start, end: end}})
 		case op < 16:
 			if snap == nil {
@@ -329,38 +311,30 @@ func runIngestModel(t *testing.T, seed uint64, ops int, compactions bool) {
 				break
 			}
 			checkSnapshot(t, snap, snapModel, key())
-			must(snap.Close())
+			mustOK(t, snap.Close())
 			snap = nil
 		case op < 45:
 			k, v := key(), val()
-			must(db.Put(k, []byte(v)))
+			mustOK(t, db.Put(k, []byte(v)))
 			model[string(k)] = v
 		case op < 55:
 			k := key()
-			must(db.Delete(k))
+			mustOK(t, db.Delete(k))
 			delete(model, string(k))
 		case op < 75:
-			k := key()
-			got, err := db.Get(k)
-			want, ok := model[string(k)]
-			switch {
-			case !ok && !errors.Is(err, ErrNotFound):
-				t.Fatalf("op %d: Get(%s) = %q, %v; want not found", i, k, got, err)
-			case ok && (err != nil || string(got) != want):
-				t.Fatalf("op %d: Get(%s) = %q, %v; want %q", i, k, got, err, want)
-			}
+			checkModelGet(t, db, model, key(), i)
 		case op < 85:
 			checkScan(t, db, model, key(), key(), rng.IntN(2) == 0)
 		case op < 90:
-			must(db.Flush())
+			mustOK(t, db.Flush())
 		case op < 93:
-			must(db.Compact())
+			mustOK(t, db.Compact())
 		case op < 97:
 			if snap != nil {
 				snap.Close()
 				snap = nil
 			}
-			must(db.Close())
+			mustOK(t, db.Close())
 			if db, err = Open("db", opts); err != nil {
 				t.Fatal(err)
 			}
@@ -382,12 +356,12 @@ func runIngestModel(t *testing.T, seed uint64, ops int, compactions bool) {
 	}
 	if snap != nil {
 		checkSnapshot(t, snap, snapModel, key())
-		must(snap.Close())
+		mustOK(t, snap.Close())
 		snap = nil
 	}
 	checkScan(t, db, model, nil, nil, true)
-	must(db.Close())
-	must(Check("db", opts))
+	mustOK(t, db.Close())
+	mustOK(t, Check("db", opts))
 	if db, err = Open("db", opts); err != nil {
 		t.Fatal(err)
 	}

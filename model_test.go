@@ -118,15 +118,7 @@ func runModel(t *testing.T, seed uint64, ops int, compactions bool) {
 				t.Fatal(err)
 			}
 		case op < 80:
-			k := key()
-			got, err := db.Get(k)
-			want, ok := model[string(k)]
-			switch {
-			case !ok && !errors.Is(err, ErrNotFound):
-				t.Fatalf("op %d: Get(%s) = %q, %v; want not found", i, k, got, err)
-			case ok && (err != nil || string(got) != want):
-				t.Fatalf("op %d: Get(%s) = %q, %v; want %q", i, k, got, err, want)
-			}
+			checkModelGet(t, db, model, key(), i)
 		case op < 88:
 			checkScan(t, db, model, key(), key(), rng.IntN(2) == 0)
 		case op < 92:
@@ -238,6 +230,20 @@ func checkWalk(t *testing.T, rng *rand.Rand, it *Iterator, model map[string]stri
 	}
 	if err := it.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkModelGet fails the test unless db.Get(k) answers as model does; op
+// numbers the operation in the message.
+func checkModelGet(t *testing.T, db *DB, model map[string]string, k []byte, op int) {
+	t.Helper()
+	got, err := db.Get(k)
+	want, ok := model[string(k)]
+	switch {
+	case !ok && !errors.Is(err, ErrNotFound):
+		t.Fatalf("op %d: Get(%s) = %q, %v; want not found", op, k, got, err)
+	case ok && (err != nil || string(got) != want):
+		t.Fatalf("op %d: Get(%s) = %q, %v; want %q", op, k, got, err, want)
 	}
 }
 
