@@ -108,18 +108,7 @@ func openShale(dir string, filters shale.FilterPolicy) (*store, error) {
 		return v, err == nil, err
 	}
 	scan := func(start []byte, n int, reverse bool, visit func(k, v []byte) error) error {
-		it := db.NewIter(nil)
-		ok, step := it.SeekGE(start), it.Next
-		if reverse {
-			ok, step = it.SeekLT(start), it.Prev
-		}
-		for ; ok && n > 0; ok, n = step(), n-1 {
-			if err := visit(it.Key(), it.Value()); err != nil {
-				it.Close()
-				return err
-			}
-		}
-		return it.Close()
+		return scanIter(db.NewIter(nil), start, n, reverse, visit)
 	}
 	levelWrites := func() []int64 {
 		var w []int64
@@ -181,17 +170,7 @@ func openPebble(dir string, useFilters bool) (*store, error) {
 			if err != nil {
 				return err
 			}
-			ok, step := it.SeekGE(start), it.Next
-			if reverse {
-				ok, step = it.SeekLT(start), it.Prev
-			}
-			for ; ok && n > 0; ok, n = step(), n-1 {
-				if err := visit(it.Key(), it.Value()); err != nil {
-					it.Close()
-					return err
-				}
-			}
-			return it.Close()
+			return scanIter(it, start, n, reverse, visit)
 		},
 		levelWrites: func() []int64 {
 			var w []int64
@@ -356,4 +335,32 @@ func openBadger(dir string) (*store, error) {
 		pagesWritten: true,
 		close:        db.Close,
 	}, nil
+}
+
+// iterator is what shale's and Pebble's iterators have in common.
+type iterator interface {
+	SeekGE(key []byte) bool
+	SeekLT(key []byte) bool
+	Next() bool
+	Prev() bool
+	Key() []byte
+	Value() []byte
+	Close() error
+}
+
+// scanIter visits up to n entries of it from start: forward from the first
+// key at or after start, or backward from the last key before it; then it
+// closes it.
+func scanIter(it iterator, start []byte, n int, reverse bool, visit func(k, v []byte) error) error {
+	ok, step := it.SeekGE(start), it.Next
+	if reverse {
+		ok, step = it.SeekLT(start), it.Prev
+	}
+	for ; ok && n > 0; ok, n = step(), n-1 {
+		if err := visit(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	return it.Close()
 }
